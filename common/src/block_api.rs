@@ -1,0 +1,43 @@
+//! `BlockStore`: the door to one datanode. Implemented in-process by
+//! `godwit_datanode::Datanode` and over the network by `net::BlockClient`.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::Stream;
+
+use crate::error::BlockError;
+use crate::types::NodeId;
+
+/// A body: a stream of byte chunks. Chunks are small (tens of KiB), so a
+/// stream of any length uses bounded memory.
+pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>> + Send>>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BlockWritten {
+    pub size: u64,
+    /// CRC32C of the whole block.
+    pub crc32c: u32,
+}
+
+#[async_trait]
+pub trait BlockStore: Send + Sync + 'static {
+    /// Writes an immutable block from `body`; returns only after the data
+    /// and its checksums are fdatasync'ed and the file is renamed into
+    /// place. A body that errors leaves nothing behind.
+    async fn put_block(&self, id: &str, token: &str, body: ByteStream) -> Result<BlockWritten, BlockError>;
+
+    /// Streams `len` bytes (to the end when `None`) from `offset`, verifying
+    /// each chunk's CRC32C before it is sent.
+    async fn get_block(&self, id: &str, token: &str, offset: u64, len: Option<u64>) -> Result<ByteStream, BlockError>;
+
+    /// Removes a block (GC; cluster credential only).
+    async fn delete_block(&self, id: &str) -> Result<(), BlockError>;
+}
+
+/// Resolves a datanode id to a `BlockStore` (in-process or network client).
+pub trait BlockRouter: Send + Sync + 'static {
+    fn node(&self, id: NodeId) -> Option<Arc<dyn BlockStore>>;
+}

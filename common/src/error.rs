@@ -1,0 +1,81 @@
+//! Errors crossing the role boundaries. They are serialized over the internal
+//! network, so the gateway maps the same variant to the same S3 error whether
+//! meta ran in-process or remotely.
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::NodeId;
+
+#[derive(thiserror::Error, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum MetaError {
+    /// The bucket does not exist.
+    #[error("no such bucket")]
+    NoSuchBucket,
+    /// CreateBucket of a name that exists (single tenant: always ours).
+    #[error("bucket already exists")]
+    BucketAlreadyOwnedByYou,
+    /// DeleteBucket of a bucket holding versions or uploads.
+    #[error("bucket not empty")]
+    BucketNotEmpty,
+    /// No version of the key, or the latest is a delete marker.
+    #[error("no such key")]
+    NoSuchKey,
+    /// A versionId that does not exist for this key.
+    #[error("no such version")]
+    NoSuchVersion,
+    /// An upload id that does not exist (or was completed or aborted).
+    #[error("no such upload")]
+    NoSuchUpload,
+    /// Complete named a part that was not uploaded or whose ETag differs.
+    #[error("invalid part: {0}")]
+    InvalidPart(String),
+    /// Complete listed parts out of ascending order.
+    #[error("parts not in ascending order")]
+    InvalidPartOrder,
+    /// A part other than the last is below the minimum part size.
+    #[error("part {part} too small ({size} bytes)")]
+    EntityTooSmall { part: u32, size: u64 },
+    /// Unknown access key id.
+    #[error("no such access key")]
+    NoSuchAccessKey,
+    /// A request argument meta rejects.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// This node is not the Raft leader; the client should retry there.
+    #[error("not leader (leader: {leader:?})")]
+    NotLeader { leader: Option<NodeId> },
+    /// No leader, quorum lost, or shutting down: retry later.
+    #[error("meta unavailable: {0}")]
+    Unavailable(String),
+    /// A bug or a storage failure.
+    #[error("meta internal error: {0}")]
+    Internal(String),
+}
+
+#[derive(thiserror::Error, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum BlockError {
+    /// Missing, expired or mismatched block token or cluster credential.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    /// The block does not exist on this datanode.
+    #[error("block not found")]
+    NotFound,
+    /// A stored chunk failed its CRC32C check.
+    #[error("block corrupt: {0}")]
+    Corrupt(String),
+    /// The request body ended early or a range is outside the block.
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    /// Disk I/O failed.
+    #[error("io error: {0}")]
+    Io(String),
+    /// The datanode could not be reached.
+    #[error("datanode unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<std::io::Error> for BlockError {
+    fn from(e: std::io::Error) -> Self {
+        BlockError::Io(e.to_string())
+    }
+}

@@ -1,0 +1,20 @@
+//! Shared vocabulary of Godwit's roles: wire types, the role traits (`MetaApi`,
+//! `BlockStore`), their errors, block tokens and the internal network clients.
+//!
+//! This crate owns no storage and no S3 parsing. `gateway` (and later
+//! `replication`) depend on this crate only, so they can never reach rocksdb,
+//! openraft or the disk directly: every door to another role is a trait here,
+//! with an in-process implementation in the role's crate and a network client
+//! in `net`.
+
+pub mod block_token;
+pub mod cluster;
+pub mod error;
+pub mod meta_api;
+pub mod block_api;
+pub mod net;
+pub mod types;
+
+pub use block_api::{BlockStore, ByteStream, BlockRouter};
+pub use error::{BlockError, MetaError};
+pub use meta_api::MetaApi;

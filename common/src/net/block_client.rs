@@ -1,0 +1,1 @@
+//! `BlockClient`: `BlockStore` over HTTP (written by the datanode work).

@@ -1,0 +1,1 @@
+//! `MetaClient`: `MetaApi` over HTTP (written by the meta work).

@@ -1,0 +1,371 @@
+//! Wire and storage types shared by meta, datanode and gateway.
+//!
+//! Every type here is serialized into rocksdb (by meta) and onto the internal
+//! network (JSON), so fields are only ever added with `#[serde(default)]`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Identifies a meta node or a datanode within one region.
+pub type NodeId = u64;
+
+/// The version id S3 shows for objects written while versioning was off or
+/// suspended.
+pub const NULL_VERSION_ID: &str = "null";
+
+/// Versioning state of a bucket, as `GetBucketVersioning` reports it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum VersioningState {
+    /// Never enabled: `GetBucketVersioning` returns an empty configuration.
+    #[default]
+    Unversioned,
+    Enabled,
+    Suspended,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct BucketInfo {
+    pub name: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_ms: i64,
+    /// The LocationConstraint given at creation (the region name).
+    pub region: String,
+    pub versioning: VersioningState,
+    /// Access key id of the creator.
+    #[serde(default)]
+    pub owner: String,
+}
+
+/// Standard content headers stored with an object and returned on GET/HEAD.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContentHeaders {
+    pub content_type: Option<String>,
+    pub content_encoding: Option<String>,
+    pub content_disposition: Option<String>,
+    pub content_language: Option<String>,
+    pub cache_control: Option<String>,
+    pub expires: Option<String>,
+}
+
+/// Additional checksums, each base64 of the big-endian digest as S3 shows it
+/// in `x-amz-checksum-*`. For multipart objects these are the composite
+/// values (`<b64>-<parts>`), as S3 returns them.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checksums {
+    pub crc32: Option<String>,
+    pub crc32c: Option<String>,
+    pub crc64nvme: Option<String>,
+    pub sha1: Option<String>,
+    pub sha256: Option<String>,
+}
+
+impl Checksums {
+    pub fn is_empty(&self) -> bool {
+        self.crc32.is_none()
+            && self.crc32c.is_none()
+            && self.crc64nvme.is_none()
+            && self.sha1.is_none()
+            && self.sha256.is_none()
+    }
+}
+
+/// One immutable block on one or more datanodes.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct BlockRef {
+    /// Globally unique block id (32 lowercase hex chars), allocated by meta.
+    pub id: String,
+    pub size: u64,
+    /// Datanodes holding a copy, in preference order.
+    pub nodes: Vec<NodeId>,
+}
+
+/// Where an object's bytes live.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum ObjectData {
+    /// Small objects (at most the inline threshold) live in the version record.
+    Inline(#[serde(with = "serde_bytes_b64")] Vec<u8>),
+    /// Larger objects: blocks in order; their sizes add up to the object size.
+    Blocks(Vec<BlockRef>),
+}
+
+impl ObjectData {
+    pub fn block_ids(&self) -> impl Iterator<Item = &str> {
+        let blocks: &[BlockRef] = match self {
+            ObjectData::Inline(_) => &[],
+            ObjectData::Blocks(b) => b,
+        };
+        blocks.iter().map(|b| b.id.as_str())
+    }
+}
+
+/// Part boundaries of an object made by CompleteMultipartUpload, kept so
+/// that `GET ?partNumber=N` and `x-amz-mp-parts-count` work.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct PartSummary {
+    pub number: u32,
+    pub size: u64,
+    /// Unquoted hex MD5 of the part.
+    pub etag: String,
+    #[serde(default)]
+    pub checksums: Checksums,
+}
+
+/// One version of an object (or a delete marker), as stored and returned.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ObjectVersion {
+    pub bucket: String,
+    pub key: String,
+    /// `"null"` for versions written while versioning was off or suspended.
+    pub version_id: String,
+    pub is_delete_marker: bool,
+    /// Filled in by reads and listings; meaningless in storage.
+    #[serde(default)]
+    pub is_latest: bool,
+    /// Milliseconds since the Unix epoch, set by meta at commit.
+    pub last_modified_ms: i64,
+    pub size: u64,
+    /// Unquoted: hex MD5 for simple uploads, `hex-N` for multipart.
+    pub etag: String,
+    #[serde(default)]
+    pub headers: ContentHeaders,
+    /// `x-amz-meta-*` without the prefix, names lowercased.
+    #[serde(default)]
+    pub user_meta: BTreeMap<String, String>,
+    #[serde(default)]
+    pub checksums: Checksums,
+    pub data: ObjectData,
+    /// Empty unless the object was made by CompleteMultipartUpload.
+    #[serde(default)]
+    pub parts: Vec<PartSummary>,
+    /// Object tags (the tagging API arrives with replication).
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// Access key id of the writer.
+    #[serde(default)]
+    pub owner: String,
+}
+
+/// What a writer hands to meta: everything except the fields meta assigns
+/// (version id, last-modified, is_latest).
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct NewObject {
+    pub bucket: String,
+    pub key: String,
+    pub size: u64,
+    pub etag: String,
+    pub headers: ContentHeaders,
+    pub user_meta: BTreeMap<String, String>,
+    pub checksums: Checksums,
+    pub data: ObjectData,
+    pub parts: Vec<PartSummary>,
+    pub tags: BTreeMap<String, String>,
+    pub owner: String,
+}
+
+/// Outcome of a DeleteObject.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct DeleteOutcome {
+    /// The version id that was removed, or of the delete marker created.
+    pub version_id: Option<String>,
+    /// True when a delete marker was created, or when the removed version
+    /// was itself a delete marker.
+    pub delete_marker: bool,
+}
+
+/// ListObjects / ListObjectsV2 query (V2's continuation token is decoded by
+/// the gateway into `start_after`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ListObjectsQuery {
+    pub bucket: String,
+    pub prefix: String,
+    pub delimiter: Option<String>,
+    /// Exclusive: list keys (and common prefixes) strictly after this.
+    pub start_after: Option<String>,
+    pub max_keys: usize,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ListObjectsPage {
+    /// Latest versions that are not delete markers; `data` is stripped
+    /// (empty `Inline`) to keep pages small.
+    pub objects: Vec<ObjectVersion>,
+    pub common_prefixes: Vec<String>,
+    pub is_truncated: bool,
+    /// Last key or common prefix returned (the next marker) when truncated.
+    pub next_marker: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ListVersionsQuery {
+    pub bucket: String,
+    pub prefix: String,
+    pub delimiter: Option<String>,
+    pub key_marker: Option<String>,
+    pub version_id_marker: Option<String>,
+    pub max_keys: usize,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ListVersionsPage {
+    /// Versions and delete markers, keys ascending, newest version first
+    /// within a key; `data` stripped.
+    pub versions: Vec<ObjectVersion>,
+    pub common_prefixes: Vec<String>,
+    pub is_truncated: bool,
+    pub next_key_marker: Option<String>,
+    pub next_version_id_marker: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct NewUpload {
+    pub bucket: String,
+    pub key: String,
+    pub headers: ContentHeaders,
+    pub user_meta: BTreeMap<String, String>,
+    /// `x-amz-checksum-algorithm` given at creation (upper case), if any.
+    pub checksum_algorithm: Option<String>,
+    pub tags: BTreeMap<String, String>,
+    pub owner: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct UploadInfo {
+    pub bucket: String,
+    pub key: String,
+    pub upload_id: String,
+    pub initiated_ms: i64,
+    pub headers: ContentHeaders,
+    pub user_meta: BTreeMap<String, String>,
+    pub checksum_algorithm: Option<String>,
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    #[serde(default)]
+    pub owner: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct PartRecord {
+    pub number: u32,
+    pub size: u64,
+    /// Unquoted hex MD5 of the part's bytes.
+    pub etag: String,
+    pub last_modified_ms: i64,
+    #[serde(default)]
+    pub checksums: Checksums,
+    pub data: ObjectData,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ListPartsPage {
+    pub parts: Vec<PartRecord>,
+    pub is_truncated: bool,
+    pub next_part_number_marker: Option<u32>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ListUploadsQuery {
+    pub bucket: String,
+    pub prefix: String,
+    pub delimiter: Option<String>,
+    pub key_marker: Option<String>,
+    pub upload_id_marker: Option<String>,
+    pub max_uploads: usize,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ListUploadsPage {
+    pub uploads: Vec<UploadInfo>,
+    pub common_prefixes: Vec<String>,
+    pub is_truncated: bool,
+    pub next_key_marker: Option<String>,
+    pub next_upload_id_marker: Option<String>,
+}
+
+/// CompleteMultipartUpload as validated and committed by meta.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct CompleteUpload {
+    pub bucket: String,
+    pub key: String,
+    pub upload_id: String,
+    /// (part number, unquoted etag) in the order the client listed them.
+    pub parts: Vec<(u32, String)>,
+    /// Composite checksums computed by the gateway from the parts, if any.
+    pub checksums: Checksums,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct AccessKey {
+    pub access_key_id: String,
+    /// SigV4/SigV2/OSS signatures are HMACs keyed by the secret itself, so
+    /// meta must keep it (not a hash of it). It never leaves the cluster
+    /// except once, in the response that creates it.
+    pub secret_access_key: String,
+    pub name: String,
+    pub created_ms: i64,
+    #[serde(default)]
+    pub is_root: bool,
+}
+
+/// A freshly allocated block: where to write it and the token the
+/// datanodes will demand.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct BlockAlloc {
+    pub id: String,
+    pub nodes: Vec<NodeId>,
+    pub token: String,
+}
+
+/// Read permission for the blocks of an object, returned with it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ReadGrant {
+    /// block id -> token for `Read`.
+    pub tokens: BTreeMap<String, String>,
+}
+
+/// An object version as returned to a reader, with read tokens for its
+/// blocks.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct ObjectRead {
+    pub version: ObjectVersion,
+    pub grant: ReadGrant,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct DatanodeInfo {
+    pub id: NodeId,
+    /// `host:port` of the datanode's internal listener.
+    pub addr: String,
+    #[serde(default)]
+    pub zone: Option<String>,
+}
+
+/// Raft and store status of the meta node that answered.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct MetaStatus {
+    pub node_id: NodeId,
+    pub state: String,
+    pub current_term: u64,
+    pub current_leader: Option<NodeId>,
+    pub last_log_index: Option<u64>,
+    pub last_applied: Option<u64>,
+    pub members: Vec<NodeId>,
+}
+
+/// Base64 for inline bytes in JSON (a JSON array of numbers would be 3-4x
+/// larger).
+pub mod serde_bytes_b64 {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(v))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_err(serde::de::Error::custom)
+    }
+}

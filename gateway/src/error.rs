@@ -1,0 +1,222 @@
+//! The gateway's one error type: every variant is an S3 error a client can
+//! act on, with its exact code and HTTP status
+//! (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html).
+
+use godwit_common::{BlockError, MetaError};
+use http::StatusCode;
+
+#[derive(thiserror::Error, Debug, Clone)]
+pub enum S3Error {
+    // ---- authentication (auth/) ----
+    /// The computed signature differs from the one sent.
+    #[error("The request signature we calculated does not match the signature you provided. Check your key and signing method.")]
+    SignatureDoesNotMatch,
+    /// Unknown access key id.
+    #[error("The AWS Access Key Id you provided does not exist in our records.")]
+    InvalidAccessKeyId,
+    /// Generic refusal, including an expired presigned URL.
+    #[error("{0}")]
+    AccessDenied(String),
+    /// Date more than 15 minutes from server time.
+    #[error("The difference between the request time and the current time is too large.")]
+    RequestTimeTooSkewed,
+    /// Authorization header that cannot be parsed (or wrong region/service).
+    #[error("{0}")]
+    AuthorizationHeaderMalformed(String),
+    /// Presigned query parameters that cannot be parsed.
+    #[error("{0}")]
+    AuthorizationQueryParametersError(String),
+    /// `x-amz-content-sha256` does not match the body.
+    #[error("The provided 'x-amz-content-sha256' header does not match what was computed.")]
+    XAmzContentSHA256Mismatch,
+    /// Content-MD5 or an `x-amz-checksum-*` value does not match the body.
+    #[error("{0}")]
+    BadDigest(String),
+    /// Content-MD5 / checksum header that is not valid base64 of the right size.
+    #[error("{0}")]
+    InvalidDigest(String),
+    /// Body shorter than Content-Length / decoded length, or a truncated
+    /// aws-chunked stream.
+    #[error("You did not provide the number of bytes specified by the Content-Length HTTP header.")]
+    IncompleteBody,
+    /// PUT without Content-Length (and not chunked).
+    #[error("You must provide the Content-Length HTTP header.")]
+    MissingContentLength,
+
+    // ---- request shape ----
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("The XML you provided was not well-formed or did not validate against our published schema.")]
+    MalformedXML,
+    #[error("The specified bucket is not valid.")]
+    InvalidBucketName,
+    #[error("Your key is too long")]
+    KeyTooLongError,
+    #[error("Your metadata headers exceed the maximum allowed metadata size.")]
+    MetadataTooLarge,
+    #[error("Your proposed upload exceeds the maximum allowed object size.")]
+    EntityTooLarge,
+    #[error("Your proposed upload is smaller than the minimum allowed object size.")]
+    EntityTooSmall,
+    #[error("The requested range is not satisfiable")]
+    InvalidRange,
+    #[error("At least one of the pre-conditions you specified did not hold")]
+    PreconditionFailed,
+    /// 304 for If-None-Match / If-Modified-Since on GET/HEAD.
+    #[error("Not Modified")]
+    NotModified,
+    #[error("The specified method is not allowed against this resource.")]
+    MethodNotAllowed,
+    #[error("The specified location-constraint is not valid")]
+    InvalidLocationConstraint,
+    #[error("A header you provided implies functionality that is not implemented")]
+    NotImplemented,
+
+    // ---- state ----
+    #[error("The specified bucket does not exist")]
+    NoSuchBucket,
+    #[error("The specified key does not exist.")]
+    NoSuchKey,
+    #[error("The specified version does not exist.")]
+    NoSuchVersion,
+    #[error("The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.")]
+    NoSuchUpload,
+    #[error("Your previous request to create the named bucket succeeded and you already own it.")]
+    BucketAlreadyOwnedByYou,
+    #[error("The bucket you tried to delete is not empty")]
+    BucketNotEmpty,
+    #[error("{0}")]
+    InvalidPart(String),
+    #[error("The list of parts was not in ascending order. Parts must be ordered by part number.")]
+    InvalidPartOrder,
+
+    // ---- server ----
+    #[error("We encountered an internal error. Please try again.")]
+    InternalError(String),
+    #[error("Please reduce your request rate.")]
+    ServiceUnavailable(String),
+}
+
+impl S3Error {
+    /// The `<Code>` of the error XML.
+    pub fn code(&self) -> &'static str {
+        use S3Error::*;
+        match self {
+            SignatureDoesNotMatch => "SignatureDoesNotMatch",
+            InvalidAccessKeyId => "InvalidAccessKeyId",
+            AccessDenied(_) => "AccessDenied",
+            RequestTimeTooSkewed => "RequestTimeTooSkewed",
+            AuthorizationHeaderMalformed(_) => "AuthorizationHeaderMalformed",
+            AuthorizationQueryParametersError(_) => "AuthorizationQueryParametersError",
+            XAmzContentSHA256Mismatch => "XAmzContentSHA256Mismatch",
+            BadDigest(_) => "BadDigest",
+            InvalidDigest(_) => "InvalidDigest",
+            IncompleteBody => "IncompleteBody",
+            MissingContentLength => "MissingContentLength",
+            InvalidRequest(_) => "InvalidRequest",
+            InvalidArgument(_) => "InvalidArgument",
+            MalformedXML => "MalformedXML",
+            InvalidBucketName => "InvalidBucketName",
+            KeyTooLongError => "KeyTooLongError",
+            MetadataTooLarge => "MetadataTooLarge",
+            EntityTooLarge => "EntityTooLarge",
+            EntityTooSmall => "EntityTooSmall",
+            InvalidRange => "InvalidRange",
+            PreconditionFailed => "PreconditionFailed",
+            NotModified => "NotModified",
+            MethodNotAllowed => "MethodNotAllowed",
+            InvalidLocationConstraint => "InvalidLocationConstraint",
+            NotImplemented => "NotImplemented",
+            NoSuchBucket => "NoSuchBucket",
+            NoSuchKey => "NoSuchKey",
+            NoSuchVersion => "NoSuchVersion",
+            NoSuchUpload => "NoSuchUpload",
+            BucketAlreadyOwnedByYou => "BucketAlreadyOwnedByYou",
+            BucketNotEmpty => "BucketNotEmpty",
+            InvalidPart(_) => "InvalidPart",
+            InvalidPartOrder => "InvalidPartOrder",
+            InternalError(_) => "InternalError",
+            ServiceUnavailable(_) => "ServiceUnavailable",
+        }
+    }
+
+    pub fn http_status(&self) -> StatusCode {
+        use S3Error::*;
+        match self {
+            SignatureDoesNotMatch | InvalidAccessKeyId | AccessDenied(_) | RequestTimeTooSkewed => StatusCode::FORBIDDEN,
+            AuthorizationHeaderMalformed(_)
+            | AuthorizationQueryParametersError(_)
+            | XAmzContentSHA256Mismatch
+            | BadDigest(_)
+            | InvalidDigest(_)
+            | IncompleteBody
+            | InvalidRequest(_)
+            | InvalidArgument(_)
+            | MalformedXML
+            | InvalidBucketName
+            | KeyTooLongError
+            | MetadataTooLarge
+            | EntityTooLarge
+            | EntityTooSmall
+            | InvalidLocationConstraint
+            | InvalidPart(_)
+            | InvalidPartOrder => StatusCode::BAD_REQUEST,
+            MissingContentLength => StatusCode::LENGTH_REQUIRED,
+            InvalidRange => StatusCode::RANGE_NOT_SATISFIABLE,
+            PreconditionFailed => StatusCode::PRECONDITION_FAILED,
+            NotModified => StatusCode::NOT_MODIFIED,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            NotImplemented => StatusCode::NOT_IMPLEMENTED,
+            NoSuchBucket | NoSuchKey | NoSuchVersion | NoSuchUpload => StatusCode::NOT_FOUND,
+            BucketAlreadyOwnedByYou | BucketNotEmpty => StatusCode::CONFLICT,
+            InternalError(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
+impl From<MetaError> for S3Error {
+    fn from(e: MetaError) -> Self {
+        match e {
+            MetaError::NoSuchBucket => S3Error::NoSuchBucket,
+            MetaError::BucketAlreadyOwnedByYou => S3Error::BucketAlreadyOwnedByYou,
+            MetaError::BucketNotEmpty => S3Error::BucketNotEmpty,
+            MetaError::NoSuchKey => S3Error::NoSuchKey,
+            MetaError::NoSuchVersion => S3Error::NoSuchVersion,
+            MetaError::NoSuchUpload => S3Error::NoSuchUpload,
+            MetaError::InvalidPart(m) => S3Error::InvalidPart(m),
+            MetaError::InvalidPartOrder => S3Error::InvalidPartOrder,
+            MetaError::EntityTooSmall { .. } => S3Error::EntityTooSmall,
+            MetaError::NoSuchAccessKey => S3Error::InvalidAccessKeyId,
+            MetaError::InvalidArgument(m) => S3Error::InvalidArgument(m),
+            MetaError::NotLeader { .. } | MetaError::Unavailable(_) => S3Error::ServiceUnavailable(e.to_string()),
+            MetaError::Internal(m) => S3Error::InternalError(m),
+        }
+    }
+}
+
+impl From<BlockError> for S3Error {
+    fn from(e: BlockError) -> Self {
+        match e {
+            BlockError::Unavailable(m) => S3Error::ServiceUnavailable(m),
+            other => S3Error::InternalError(other.to_string()),
+        }
+    }
+}
+
+/// Wraps an S3 error into an `io::Error` so a body stream can fail with a
+/// precise S3 error; `from_io` recovers it.
+pub fn into_io(e: S3Error) -> std::io::Error {
+    std::io::Error::other(e)
+}
+
+/// Recovers an S3 error from a body stream's `io::Error`; any other I/O
+/// error means the client went away mid-body.
+pub fn from_io(e: std::io::Error) -> S3Error {
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<S3Error>()) {
+        Some(s3) => s3.clone(),
+        None => S3Error::IncompleteBody,
+    }
+}

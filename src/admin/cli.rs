@@ -1,0 +1,176 @@
+//! `godwit admin ...`: a SigV4-signed client of the admin listener; tables
+//! for people, `--json` for scripts.
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use aws_credential_types::Credentials;
+use aws_sigv4::http_request::{sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::sign::v4;
+use clap::{Args, Subcommand};
+use comfy_table::Table;
+use godwit_common::types::AccessKey;
+
+use super::server::{ClusterStatus, KeySummary};
+use crate::credentials::{RootCredentials, ROOT_CREDENTIALS_FILE};
+
+#[derive(Args)]
+pub struct AdminArgs {
+    /// The admin listener.
+    #[arg(long, env = "GODWIT_ADMIN_ENDPOINT", default_value = "http://127.0.0.1:9001")]
+    pub admin_endpoint: String,
+    /// Root access key id (default: GODWIT_ACCESS_KEY_ID, else the data dir's generated key).
+    #[arg(long, env = "GODWIT_ACCESS_KEY_ID")]
+    pub access_key: Option<String>,
+    #[arg(long, env = "GODWIT_SECRET_ACCESS_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+    /// Data dir holding generated root credentials (when keys are not given).
+    #[arg(long, env = "GODWIT_DATA_DIR", default_value = "./godwit-data")]
+    pub data_dir: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+#[derive(Subcommand)]
+pub enum AdminCommand {
+    /// Access keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Raft state and datanodes.
+    Status,
+}
+
+#[derive(Subcommand)]
+pub enum KeyCommand {
+    /// Create an access key (its secret is shown once).
+    Create {
+        #[arg(long, default_value = "")]
+        name: String,
+    },
+    List,
+    Delete { access_key_id: String },
+}
+
+struct AdminClient {
+    endpoint: String,
+    creds: RootCredentials,
+    http: reqwest::Client,
+}
+
+impl AdminClient {
+    async fn send(&self, method: http::Method, path_and_query: &str) -> anyhow::Result<reqwest::Response> {
+        let url = format!("{}{}", self.endpoint.trim_end_matches('/'), path_and_query);
+        let identity =
+            Credentials::new(&self.creds.access_key_id, &self.creds.secret_access_key, None, None, "godwit-admin").into();
+        let mut settings = SigningSettings::default();
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region("us-east-1")
+            .name("s3")
+            .time(SystemTime::now())
+            .settings(settings)
+            .build()?
+            .into();
+        let signable = SignableRequest::new(method.as_str(), &url, std::iter::empty(), SignableBody::Bytes(&[]))?;
+        let (instructions, _) = sign(signable, &params)?.into_parts();
+        let mut req = http::Request::builder().method(method).uri(&url).body(Vec::<u8>::new())?;
+        instructions.apply_to_request_http1x(&mut req);
+        let resp = self.http.execute(reqwest::Request::try_from(req)?).await?;
+        if !resp.status().is_success() {
+            let status = resp.status();
+            anyhow::bail!("{status}: {}", resp.text().await.unwrap_or_default());
+        }
+        Ok(resp)
+    }
+}
+
+fn resolve_credentials(a: &AdminArgs) -> anyhow::Result<RootCredentials> {
+    if let (Some(id), Some(secret)) = (&a.access_key, &a.secret_key) {
+        return Ok(RootCredentials { access_key_id: id.clone(), secret_access_key: secret.clone() });
+    }
+    let path = a.data_dir.join(ROOT_CREDENTIALS_FILE);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!("no credentials: set GODWIT_ACCESS_KEY_ID/GODWIT_SECRET_ACCESS_KEY or point --data-dir at a server's data dir ({} not readable)", path.display())
+    })?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+fn fmt_ms(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(ms / 1000)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_default()
+}
+
+pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
+    let client = AdminClient { endpoint: a.admin_endpoint.clone(), creds: resolve_credentials(&a)?, http: reqwest::Client::new() };
+    match &a.command {
+        AdminCommand::Key(KeyCommand::Create { name }) => {
+            let q = format!("/admin/v1/keys?name={}", percent_encode(name));
+            let key: AccessKey = client.send(http::Method::POST, &q).await?.json().await?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&key)?);
+            } else {
+                let mut t = Table::new();
+                t.set_header(vec!["access key id", "secret access key", "name"]);
+                t.add_row(vec![key.access_key_id, key.secret_access_key, key.name]);
+                println!("{t}\nThe secret is shown only now.");
+            }
+        }
+        AdminCommand::Key(KeyCommand::List) => {
+            let keys: Vec<KeySummary> = client.send(http::Method::GET, "/admin/v1/keys").await?.json().await?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&keys)?);
+            } else {
+                let mut t = Table::new();
+                t.set_header(vec!["access key id", "name", "created", "root"]);
+                for k in keys {
+                    t.add_row(vec![k.access_key_id, k.name, fmt_ms(k.created_ms), k.is_root.to_string()]);
+                }
+                println!("{t}");
+            }
+        }
+        AdminCommand::Key(KeyCommand::Delete { access_key_id }) => {
+            client.send(http::Method::DELETE, &format!("/admin/v1/keys/{}", percent_encode(access_key_id))).await?;
+            if !a.json {
+                println!("deleted {access_key_id}");
+            }
+        }
+        AdminCommand::Status => {
+            let st: ClusterStatus = client.send(http::Method::GET, "/admin/v1/status").await?.json().await?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&st)?);
+            } else {
+                let mut t = Table::new();
+                t.set_header(vec!["meta node", "state", "term", "leader", "last log", "applied", "members"]);
+                let m = &st.meta;
+                t.add_row(vec![
+                    m.node_id.to_string(),
+                    m.state.clone(),
+                    m.current_term.to_string(),
+                    m.current_leader.map(|l| l.to_string()).unwrap_or_default(),
+                    m.last_log_index.map(|l| l.to_string()).unwrap_or_default(),
+                    m.last_applied.map(|l| l.to_string()).unwrap_or_default(),
+                    format!("{:?}", m.members),
+                ]);
+                println!("{t}");
+                let mut d = Table::new();
+                d.set_header(vec!["datanode", "address", "zone"]);
+                for n in st.datanodes {
+                    d.add_row(vec![n.id.to_string(), n.addr, n.zone.unwrap_or_default()]);
+                }
+                println!("{d}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn percent_encode(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}

@@ -1,0 +1,5 @@
+//! The admin listener (`/health`, `/metrics`, the admin API) and the
+//! `godwit admin` client that talks to it.
+
+pub mod cli;
+pub mod server;

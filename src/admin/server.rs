@@ -1,0 +1,192 @@
+//! Admin listener: `GET /health` (200 once every role in this process is
+//! ready, 503 before), `GET /metrics` (Prometheus text of the process's
+//! default registry) and `/admin/v1/...`, authenticated with SigV4 by the
+//! root key only.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use godwit_common::types::AccessKey;
+use godwit_common::{MetaApi, MetaError};
+use godwit_gateway::auth::{self, SecretLookup};
+use godwit_gateway::error::S3Error;
+use serde::{Deserialize, Serialize};
+
+pub struct AdminState {
+    pub ready: AtomicBool,
+    meta: RwLock<Option<Arc<dyn MetaApi>>>,
+}
+
+impl AdminState {
+    pub fn new(meta: Option<Arc<dyn MetaApi>>) -> Self {
+        AdminState { ready: AtomicBool::new(false), meta: RwLock::new(meta) }
+    }
+
+    pub fn set_meta(&self, meta: Arc<dyn MetaApi>) {
+        *self.meta.write().expect("admin lock") = Some(meta);
+    }
+
+    fn meta(&self) -> Result<Arc<dyn MetaApi>, AdminError> {
+        self.meta.read().expect("admin lock").clone().ok_or(AdminError::NotReady)
+    }
+}
+
+/// A key as listed: never with its secret.
+#[derive(Serialize, Deserialize, Debug)]
+pub struct KeySummary {
+    pub access_key_id: String,
+    pub name: String,
+    pub created_ms: i64,
+    pub is_root: bool,
+}
+
+impl From<AccessKey> for KeySummary {
+    fn from(k: AccessKey) -> Self {
+        KeySummary { access_key_id: k.access_key_id, name: k.name, created_ms: k.created_ms, is_root: k.is_root }
+    }
+}
+
+#[derive(Debug)]
+enum AdminError {
+    NotReady,
+    Auth(S3Error),
+    NotRoot,
+    Meta(MetaError),
+}
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
+        let (status, msg) = match self {
+            AdminError::NotReady => (StatusCode::SERVICE_UNAVAILABLE, "not ready".to_string()),
+            AdminError::Auth(e) => (e.http_status(), format!("{}: {e}", e.code())),
+            AdminError::NotRoot => (StatusCode::FORBIDDEN, "the admin API needs the root key".into()),
+            AdminError::Meta(MetaError::NoSuchAccessKey) => (StatusCode::NOT_FOUND, "no such access key".into()),
+            AdminError::Meta(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        };
+        (status, Json(serde_json::json!({ "error": msg }))).into_response()
+    }
+}
+
+impl From<MetaError> for AdminError {
+    fn from(e: MetaError) -> Self {
+        AdminError::Meta(e)
+    }
+}
+
+struct MetaSecrets(Arc<dyn MetaApi>);
+
+#[async_trait]
+impl SecretLookup for MetaSecrets {
+    async fn secret(&self, access_key_id: &str) -> Result<String, S3Error> {
+        match self.0.get_access_key(access_key_id).await {
+            Ok(k) => Ok(k.secret_access_key),
+            Err(MetaError::NoSuchAccessKey) => Err(S3Error::InvalidAccessKeyId),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Verifies the SigV4 signature of an admin request and that it was made
+/// with a root key.
+async fn require_root(state: &AdminState, req: Request) -> Result<(), AdminError> {
+    let meta = state.meta()?;
+    let (parts, _body) = req.into_parts();
+    let outcome = auth::authenticate(&parts, &MetaSecrets(meta.clone()), time::OffsetDateTime::now_utc())
+        .await
+        .map_err(AdminError::Auth)?;
+    let key = meta.get_access_key(&outcome.access_key_id).await?;
+    if key.is_root {
+        Ok(())
+    } else {
+        Err(AdminError::NotRoot)
+    }
+}
+
+async fn health(State(s): State<Arc<AdminState>>) -> StatusCode {
+    if s.ready.load(Ordering::Acquire) {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    }
+}
+
+async fn metrics() -> Response {
+    use prometheus::Encoder;
+    let encoder = prometheus::TextEncoder::new();
+    let mut buf = Vec::new();
+    match encoder.encode(&prometheus::default_registry().gather(), &mut buf) {
+        Ok(()) => ([(axum::http::header::CONTENT_TYPE, encoder.format_type().to_string())], buf).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+async fn list_keys(State(s): State<Arc<AdminState>>, req: Request) -> Result<Json<Vec<KeySummary>>, AdminError> {
+    require_root(&s, req).await?;
+    let keys = s.meta()?.list_access_keys().await?;
+    Ok(Json(keys.into_iter().map(KeySummary::from).collect()))
+}
+
+#[derive(Deserialize)]
+struct CreateKeyQuery {
+    name: Option<String>,
+}
+
+async fn create_key(
+    State(s): State<Arc<AdminState>>,
+    Query(q): Query<CreateKeyQuery>,
+    req: Request,
+) -> Result<Json<AccessKey>, AdminError> {
+    require_root(&s, req).await?;
+    let (id, secret) = crate::credentials::generate_key_pair();
+    let key = AccessKey {
+        access_key_id: id,
+        secret_access_key: secret,
+        name: q.name.unwrap_or_default(),
+        created_ms: time::OffsetDateTime::now_utc().unix_timestamp() * 1000,
+        is_root: false,
+    };
+    // The one response that carries the secret.
+    Ok(Json(s.meta()?.put_access_key(key).await?))
+}
+
+async fn delete_key(
+    State(s): State<Arc<AdminState>>,
+    Path(id): Path<String>,
+    req: Request,
+) -> Result<StatusCode, AdminError> {
+    require_root(&s, req).await?;
+    let meta = s.meta()?;
+    if meta.get_access_key(&id).await?.is_root {
+        return Err(AdminError::NotRoot);
+    }
+    meta.delete_access_key(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct ClusterStatus {
+    pub meta: godwit_common::types::MetaStatus,
+    pub datanodes: Vec<godwit_common::types::DatanodeInfo>,
+}
+
+async fn status(State(s): State<Arc<AdminState>>, req: Request) -> Result<Json<ClusterStatus>, AdminError> {
+    require_root(&s, req).await?;
+    let meta = s.meta()?;
+    Ok(Json(ClusterStatus { meta: meta.status().await?, datanodes: meta.list_datanodes().await? }))
+}
+
+pub fn router(state: Arc<AdminState>) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/admin/v1/keys", get(list_keys).post(create_key))
+        .route("/admin/v1/keys/{id}", delete(delete_key))
+        .route("/admin/v1/status", get(status))
+        .with_state(state)
+}

@@ -1,0 +1,320 @@
+//! Configuration of each role: command-line flags, `GODWIT_*` environment
+//! variables (clap reads both), then a TOML file (`--config`), then
+//! defaults, in that order of precedence.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use serde::Deserialize;
+
+pub const DEFAULT_S3_LISTEN: &str = "127.0.0.1:9000";
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9001";
+pub const DEFAULT_REGION: &str = "us-east-1";
+/// Objects up to this size live inside their meta record (one Raft write,
+/// no datanode round trip).
+pub const DEFAULT_INLINE_THRESHOLD: usize = 4096;
+/// Bodies above the inline threshold are cut into blocks of this size.
+pub const DEFAULT_BLOCK_SIZE: usize = 4 << 20;
+/// S3's minimum size of every multipart part but the last.
+pub const DEFAULT_MIN_PART_SIZE: u64 = 5 << 20;
+/// Blocks no committed object names are deleted after this long: it must
+/// exceed the longest single PUT, since a PUT's blocks are unreferenced
+/// until its commit.
+pub const DEFAULT_GC_GRACE_SECS: u64 = 3600;
+pub const DEFAULT_GC_INTERVAL_SECS: u64 = 300;
+
+/// Every key a TOML file may set; each role reads the ones it knows.
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub data_dir: Option<PathBuf>,
+    pub s3_listen: Option<String>,
+    pub admin_listen: Option<String>,
+    pub listen: Option<String>,
+    pub advertise: Option<String>,
+    pub region: Option<String>,
+    pub node_id: Option<u64>,
+    pub meta_endpoints: Option<Vec<String>>,
+    pub cluster_secret: Option<String>,
+    pub inline_threshold: Option<usize>,
+    pub block_size: Option<usize>,
+    pub min_part_size: Option<u64>,
+    pub gc_grace_secs: Option<u64>,
+    pub gc_interval_secs: Option<u64>,
+    pub io_backend: Option<String>,
+    pub bootstrap: Option<bool>,
+}
+
+fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
+    match path {
+        None => Ok(FileConfig::default()),
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+        }
+    }
+}
+
+/// Which block I/O backend a datanode uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoBackend {
+    /// io_uring, falling back to the thread pool when the kernel refuses it.
+    Auto,
+    Threadpool,
+}
+
+fn parse_backend(s: Option<String>) -> anyhow::Result<IoBackend> {
+    match s.as_deref() {
+        None | Some("auto") | Some("io_uring") => Ok(IoBackend::Auto),
+        Some("threadpool") => Ok(IoBackend::Threadpool),
+        Some(other) => anyhow::bail!("io backend must be auto, io_uring or threadpool, not {other:?}"),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct StorageArgs {
+    /// Objects up to this many bytes are stored inline in metadata.
+    #[arg(long, env = "GODWIT_INLINE_THRESHOLD")]
+    pub inline_threshold: Option<usize>,
+    /// Block size in bytes for larger objects.
+    #[arg(long, env = "GODWIT_BLOCK_SIZE")]
+    pub block_size: Option<usize>,
+    /// Minimum size of multipart parts other than the last.
+    #[arg(long, env = "GODWIT_MIN_PART_SIZE", hide = true)]
+    pub min_part_size: Option<u64>,
+    /// Grace period before unreferenced blocks are collected.
+    #[arg(long, env = "GODWIT_GC_GRACE_SECS")]
+    pub gc_grace_secs: Option<u64>,
+    /// How often the block collector runs.
+    #[arg(long, env = "GODWIT_GC_INTERVAL_SECS")]
+    pub gc_interval_secs: Option<u64>,
+    /// Block I/O backend: auto (io_uring, else thread pool) or threadpool.
+    #[arg(long, env = "GODWIT_IO_BACKEND")]
+    pub io_backend: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// TOML file with any of the options below (snake_case keys).
+    #[arg(long, env = "GODWIT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Where metadata, blocks and generated credentials live.
+    #[arg(long, env = "GODWIT_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Address of the S3 listener.
+    #[arg(long, env = "GODWIT_S3_LISTEN")]
+    pub s3_listen: Option<String>,
+    /// Address of the admin listener (/health, /metrics, admin API).
+    #[arg(long, env = "GODWIT_ADMIN_LISTEN")]
+    pub admin_listen: Option<String>,
+    /// Region name (the S3 LocationConstraint of this endpoint).
+    #[arg(long, env = "GODWIT_REGION")]
+    pub region: Option<String>,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+}
+
+#[derive(Debug, Clone)]
+pub struct Storage {
+    pub inline_threshold: usize,
+    pub block_size: usize,
+    pub min_part_size: u64,
+    pub gc_grace: std::time::Duration,
+    pub gc_interval: std::time::Duration,
+    pub io_backend: IoBackend,
+}
+
+impl Storage {
+    fn resolve(a: StorageArgs, f: &mut FileConfig) -> anyhow::Result<Self> {
+        let block_size = a.block_size.or(f.block_size).unwrap_or(DEFAULT_BLOCK_SIZE);
+        anyhow::ensure!(block_size >= 64 << 10, "block size must be at least 64 KiB");
+        Ok(Storage {
+            inline_threshold: a.inline_threshold.or(f.inline_threshold).unwrap_or(DEFAULT_INLINE_THRESHOLD),
+            block_size,
+            min_part_size: a.min_part_size.or(f.min_part_size).unwrap_or(DEFAULT_MIN_PART_SIZE),
+            gc_grace: std::time::Duration::from_secs(a.gc_grace_secs.or(f.gc_grace_secs).unwrap_or(DEFAULT_GC_GRACE_SECS)),
+            gc_interval: std::time::Duration::from_secs(
+                a.gc_interval_secs.or(f.gc_interval_secs).unwrap_or(DEFAULT_GC_INTERVAL_SECS).max(1),
+            ),
+            io_backend: parse_backend(a.io_backend.or(f.io_backend.take()))?,
+        })
+    }
+}
+
+#[derive(Debug)]
+pub struct ServerConfig {
+    pub data_dir: PathBuf,
+    pub s3_listen: String,
+    pub admin_listen: String,
+    pub region: String,
+    pub storage: Storage,
+}
+
+impl ServerConfig {
+    pub fn resolve(a: ServerArgs) -> anyhow::Result<Self> {
+        let mut f = load_file(a.config.as_deref())?;
+        Ok(ServerConfig {
+            data_dir: a.data_dir.or(f.data_dir.take()).unwrap_or_else(|| PathBuf::from("./godwit-data")),
+            s3_listen: a.s3_listen.or(f.s3_listen.take()).unwrap_or_else(|| DEFAULT_S3_LISTEN.into()),
+            admin_listen: a.admin_listen.or(f.admin_listen.take()).unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
+            region: a.region.or(f.region.take()).unwrap_or_else(|| DEFAULT_REGION.into()),
+            storage: Storage::resolve(a.storage, &mut f)?,
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct MetaArgs {
+    #[arg(long, env = "GODWIT_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[arg(long, env = "GODWIT_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Internal listener (Raft and meta RPC).
+    #[arg(long, env = "GODWIT_LISTEN")]
+    pub listen: Option<String>,
+    /// Address other nodes use to reach this one (default: --listen).
+    #[arg(long, env = "GODWIT_ADVERTISE")]
+    pub advertise: Option<String>,
+    /// Admin listener (/health, /metrics, admin API).
+    #[arg(long, env = "GODWIT_ADMIN_LISTEN")]
+    pub admin_listen: Option<String>,
+    #[arg(long, env = "GODWIT_NODE_ID")]
+    pub node_id: Option<u64>,
+    /// Shared secret of the region's internal traffic.
+    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+    /// Initialize a one-node Raft group with this node when uninitialized.
+    #[arg(long, env = "GODWIT_BOOTSTRAP")]
+    pub bootstrap: Option<bool>,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+}
+
+#[derive(Debug)]
+pub struct MetaRoleConfig {
+    pub data_dir: PathBuf,
+    pub listen: String,
+    pub advertise: String,
+    pub admin_listen: String,
+    pub node_id: u64,
+    pub cluster_secret: String,
+    pub bootstrap: bool,
+    pub storage: Storage,
+}
+
+fn required(v: Option<String>, what: &str) -> anyhow::Result<String> {
+    v.with_context(|| format!("{what} is required"))
+}
+
+impl MetaRoleConfig {
+    pub fn resolve(a: MetaArgs) -> anyhow::Result<Self> {
+        let mut f = load_file(a.config.as_deref())?;
+        let listen = a.listen.or(f.listen.take()).unwrap_or_else(|| "127.0.0.1:9002".into());
+        Ok(MetaRoleConfig {
+            data_dir: a.data_dir.or(f.data_dir.take()).unwrap_or_else(|| PathBuf::from("./godwit-meta")),
+            advertise: a.advertise.or(f.advertise.take()).unwrap_or_else(|| listen.clone()),
+            listen,
+            admin_listen: a.admin_listen.or(f.admin_listen.take()).unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
+            node_id: a.node_id.or(f.node_id).unwrap_or(1),
+            cluster_secret: required(a.cluster_secret.or(f.cluster_secret.take()), "--cluster-secret")?,
+            bootstrap: a.bootstrap.or(f.bootstrap).unwrap_or(true),
+            storage: Storage::resolve(a.storage, &mut f)?,
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct DatanodeArgs {
+    #[arg(long, env = "GODWIT_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[arg(long, env = "GODWIT_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Internal listener (block reads and writes).
+    #[arg(long, env = "GODWIT_LISTEN")]
+    pub listen: Option<String>,
+    #[arg(long, env = "GODWIT_ADVERTISE")]
+    pub advertise: Option<String>,
+    #[arg(long, env = "GODWIT_ADMIN_LISTEN")]
+    pub admin_listen: Option<String>,
+    #[arg(long, env = "GODWIT_NODE_ID")]
+    pub node_id: Option<u64>,
+    /// Meta nodes' internal URLs, comma separated.
+    #[arg(long, env = "GODWIT_META_ENDPOINTS", value_delimiter = ',')]
+    pub meta_endpoints: Option<Vec<String>>,
+    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+}
+
+#[derive(Debug)]
+pub struct DatanodeRoleConfig {
+    pub data_dir: PathBuf,
+    pub listen: String,
+    pub advertise: String,
+    pub admin_listen: String,
+    pub node_id: u64,
+    pub meta_endpoints: Vec<String>,
+    pub cluster_secret: String,
+    pub storage: Storage,
+}
+
+impl DatanodeRoleConfig {
+    pub fn resolve(a: DatanodeArgs) -> anyhow::Result<Self> {
+        let mut f = load_file(a.config.as_deref())?;
+        let listen = a.listen.or(f.listen.take()).unwrap_or_else(|| "127.0.0.1:9003".into());
+        Ok(DatanodeRoleConfig {
+            data_dir: a.data_dir.or(f.data_dir.take()).unwrap_or_else(|| PathBuf::from("./godwit-datanode")),
+            advertise: a.advertise.or(f.advertise.take()).unwrap_or_else(|| listen.clone()),
+            listen,
+            admin_listen: a.admin_listen.or(f.admin_listen.take()).unwrap_or_else(|| "127.0.0.1:9004".into()),
+            node_id: a.node_id.or(f.node_id).unwrap_or(1),
+            meta_endpoints: a.meta_endpoints.or(f.meta_endpoints.take()).context("--meta-endpoints is required")?,
+            cluster_secret: required(a.cluster_secret.or(f.cluster_secret.take()), "--cluster-secret")?,
+            storage: Storage::resolve(a.storage, &mut f)?,
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct GatewayArgs {
+    #[arg(long, env = "GODWIT_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[arg(long, env = "GODWIT_S3_LISTEN")]
+    pub s3_listen: Option<String>,
+    #[arg(long, env = "GODWIT_ADMIN_LISTEN")]
+    pub admin_listen: Option<String>,
+    #[arg(long, env = "GODWIT_REGION")]
+    pub region: Option<String>,
+    #[arg(long, env = "GODWIT_META_ENDPOINTS", value_delimiter = ',')]
+    pub meta_endpoints: Option<Vec<String>>,
+    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+}
+
+#[derive(Debug)]
+pub struct GatewayRoleConfig {
+    pub s3_listen: String,
+    pub admin_listen: String,
+    pub region: String,
+    pub meta_endpoints: Vec<String>,
+    pub cluster_secret: String,
+    pub storage: Storage,
+}
+
+impl GatewayRoleConfig {
+    pub fn resolve(a: GatewayArgs) -> anyhow::Result<Self> {
+        let mut f = load_file(a.config.as_deref())?;
+        Ok(GatewayRoleConfig {
+            s3_listen: a.s3_listen.or(f.s3_listen.take()).unwrap_or_else(|| DEFAULT_S3_LISTEN.into()),
+            admin_listen: a.admin_listen.or(f.admin_listen.take()).unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
+            region: a.region.or(f.region.take()).unwrap_or_else(|| DEFAULT_REGION.into()),
+            meta_endpoints: a.meta_endpoints.or(f.meta_endpoints.take()).context("--meta-endpoints is required")?,
+            cluster_secret: required(a.cluster_secret.or(f.cluster_secret.take()), "--cluster-secret")?,
+            storage: Storage::resolve(a.storage, &mut f)?,
+        })
+    }
+}

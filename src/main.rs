@@ -1,0 +1,67 @@
+//! `godwit`: one binary, every role. `godwit server` runs the embedded
+//! all-in-one default; `meta`, `datanode` and `gateway` run one role each;
+//! `admin` and `bench` are clients.
+
+mod admin;
+mod bench;
+mod config;
+mod credentials;
+mod listen;
+mod roles;
+mod routing;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "godwit", version, about = "S3-compatible object store with cross-region replication")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// All roles in one process: 1-node Raft meta, a datanode and the S3 gateway.
+    Server(config::ServerArgs),
+    /// The metadata role (openraft + rocksdb).
+    Meta(config::MetaArgs),
+    /// The block storage role (io_uring).
+    Datanode(config::DatanodeArgs),
+    /// The S3 gateway role (stateless).
+    Gateway(config::GatewayArgs),
+    /// Administer a running Godwit through its admin listener.
+    Admin(admin::cli::AdminArgs),
+    /// Load generator for any S3 endpoint.
+    Bench(bench::BenchArgs),
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("GODWIT_LOG").unwrap_or_else(|_| EnvFilter::new("info,openraft=warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Server(a) => {
+            init_tracing();
+            roles::run_server(config::ServerConfig::resolve(a)?).await
+        }
+        Command::Meta(a) => {
+            init_tracing();
+            roles::run_meta(config::MetaRoleConfig::resolve(a)?).await
+        }
+        Command::Datanode(a) => {
+            init_tracing();
+            roles::run_datanode(config::DatanodeRoleConfig::resolve(a)?).await
+        }
+        Command::Gateway(a) => {
+            init_tracing();
+            roles::run_gateway(config::GatewayRoleConfig::resolve(a)?).await
+        }
+        Command::Admin(a) => admin::cli::run(a).await,
+        Command::Bench(a) => bench::run(a).await,
+    }
+}

@@ -1,0 +1,236 @@
+//! Wiring of the roles: `server` (all in one process, in-process doors)
+//! and `meta` / `datanode` / `gateway` (one role each, network doors).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use godwit_common::cluster::ClusterSecret;
+use godwit_common::net::MetaClient;
+use godwit_common::types::{AccessKey, DatanodeInfo};
+use godwit_common::{BlockStore, MetaApi};
+use godwit_datanode::{Datanode, DatanodeConfig};
+use godwit_gateway::{Gateway, GatewayConfig};
+use godwit_meta::{MetaConfig, MetaNode};
+use tokio_util::sync::CancellationToken;
+
+use crate::admin::server::AdminState;
+use crate::config::{DatanodeRoleConfig, GatewayRoleConfig, IoBackend, MetaRoleConfig, ServerConfig, Storage};
+use crate::credentials::{self, RootCredentials};
+use crate::listen;
+use crate::routing::{LocalRouter, NetworkRouter};
+
+/// The datanode id of the all-in-one server's single datanode.
+const LOCAL_DATANODE_ID: u64 = 1;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Makes the configured root key the stored root key (replacing a root key
+/// whose secret changed).
+async fn install_root_key(meta: &dyn MetaApi, creds: &RootCredentials) -> anyhow::Result<()> {
+    let key = AccessKey {
+        access_key_id: creds.access_key_id.clone(),
+        secret_access_key: creds.secret_access_key.clone(),
+        name: "root".into(),
+        created_ms: now_ms(),
+        is_root: true,
+    };
+    let stored = meta.put_access_key(key.clone()).await?;
+    if stored.secret_access_key != key.secret_access_key || !stored.is_root {
+        meta.delete_access_key(&key.access_key_id).await?;
+        meta.put_access_key(key).await?;
+    }
+    Ok(())
+}
+
+fn gateway_config(region: &str, s: &Storage) -> GatewayConfig {
+    GatewayConfig {
+        region: region.to_string(),
+        inline_threshold: s.inline_threshold,
+        block_size: s.block_size,
+        max_object_size: 5 << 40,
+    }
+}
+
+/// Starts the admin listener at once (so /health answers 503 while the
+/// roles start) and returns the readiness flag.
+async fn start_admin(
+    addr: &str,
+    meta: Option<Arc<dyn MetaApi>>,
+    shutdown: &CancellationToken,
+    tasks: &mut Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
+) -> anyhow::Result<Arc<AdminState>> {
+    let state = Arc::new(AdminState::new(meta));
+    let listener = listen::bind(addr).await?;
+    tracing::info!(addr = %listener.local_addr()?, "admin listener");
+    tasks.push(tokio::spawn(listen::serve(
+        listener,
+        crate::admin::server::router(state.clone()),
+        shutdown.clone(),
+    )));
+    Ok(state)
+}
+
+async fn join_all(tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>) -> anyhow::Result<()> {
+    for t in tasks {
+        t.await.context("listener task panicked")??;
+    }
+    Ok(())
+}
+
+pub async fn run_server(cfg: ServerConfig) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
+    let shutdown = CancellationToken::new();
+    listen::cancel_on_signal(shutdown.clone());
+    let mut tasks = Vec::new();
+    let admin = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let s3_listener = listen::bind(&cfg.s3_listen).await?;
+
+    let secret = ClusterSecret::new(&credentials::cluster_secret(&cfg.data_dir)?);
+    let root = credentials::root_credentials(&cfg.data_dir)?;
+    let meta = MetaNode::open(MetaConfig {
+        node_id: 1,
+        data_dir: cfg.data_dir.join("meta"),
+        advertise_addr: "127.0.0.1:0".into(),
+        cluster_secret: secret.clone(),
+        inline_threshold: cfg.storage.inline_threshold,
+        min_part_size: cfg.storage.min_part_size,
+        replication_factor: 1,
+        bootstrap: true,
+    })
+    .await?;
+    let meta_api: Arc<dyn MetaApi> = meta.clone();
+    let datanode = Datanode::open(DatanodeConfig {
+        node_id: LOCAL_DATANODE_ID,
+        data_dir: cfg.data_dir.join("blocks"),
+        cluster_secret: secret.clone(),
+        force_threadpool: cfg.storage.io_backend == IoBackend::Threadpool,
+    })
+    .await?;
+    meta_api
+        .register_datanode(DatanodeInfo { id: LOCAL_DATANODE_ID, addr: "in-process".into(), zone: None })
+        .await?;
+    install_root_key(meta_api.as_ref(), &root).await?;
+    let gc = datanode.spawn_gc(meta_api.clone(), cfg.storage.gc_grace, cfg.storage.gc_interval, shutdown.clone());
+
+    let nodes: HashMap<u64, Arc<dyn BlockStore>> = HashMap::from([(LOCAL_DATANODE_ID, datanode.clone() as Arc<dyn BlockStore>)]);
+    let gateway = Gateway::new(gateway_config(&cfg.region, &cfg.storage), meta_api.clone(), Arc::new(LocalRouter::new(nodes)));
+    admin.set_meta(meta_api.clone());
+    tracing::info!(addr = %s3_listener.local_addr()?, region = %cfg.region, data_dir = %cfg.data_dir.display(), "S3 listener");
+    tasks.push(tokio::spawn(listen::serve(s3_listener, gateway.router(), shutdown.clone())));
+    admin.ready.store(true, Ordering::Release);
+
+    let result = join_all(tasks).await;
+    let _ = gc.await;
+    meta.shutdown().await;
+    tracing::info!("stopped");
+    result
+}
+
+pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&cfg.data_dir)?;
+    let shutdown = CancellationToken::new();
+    listen::cancel_on_signal(shutdown.clone());
+    let mut tasks = Vec::new();
+    let admin = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let internal = listen::bind(&cfg.listen).await?;
+    let secret = ClusterSecret::new(&cfg.cluster_secret);
+    let root = credentials::root_credentials(&cfg.data_dir)?;
+    let meta = MetaNode::open(MetaConfig {
+        node_id: cfg.node_id,
+        data_dir: cfg.data_dir.join("meta"),
+        advertise_addr: cfg.advertise.clone(),
+        cluster_secret: secret,
+        inline_threshold: cfg.storage.inline_threshold,
+        min_part_size: cfg.storage.min_part_size,
+        replication_factor: 1,
+        bootstrap: cfg.bootstrap,
+    })
+    .await?;
+    tasks.push(tokio::spawn(listen::serve(internal, godwit_meta::router(meta.clone()), shutdown.clone())));
+    let meta_api: Arc<dyn MetaApi> = meta.clone();
+    install_root_key(meta_api.as_ref(), &root).await?;
+    admin.set_meta(meta_api);
+    admin.ready.store(true, Ordering::Release);
+    tracing::info!(listen = %cfg.listen, node_id = cfg.node_id, "meta role ready");
+    let result = join_all(tasks).await;
+    meta.shutdown().await;
+    result
+}
+
+/// Retries a start-up call until meta answers (roles may start in any order).
+async fn until_ok<T, F, Fut>(what: &str, mut f: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match f().await {
+            Ok(v) => return Ok(v),
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::info!(error = %e, "{what}: retrying");
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            Err(e) => return Err(e.context(what.to_string())),
+        }
+    }
+}
+
+pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&cfg.data_dir)?;
+    let shutdown = CancellationToken::new();
+    listen::cancel_on_signal(shutdown.clone());
+    let mut tasks = Vec::new();
+    let secret = ClusterSecret::new(&cfg.cluster_secret);
+    let meta: Arc<dyn MetaApi> = Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
+    let admin = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let internal = listen::bind(&cfg.listen).await?;
+    let datanode = Datanode::open(DatanodeConfig {
+        node_id: cfg.node_id,
+        data_dir: cfg.data_dir.clone(),
+        cluster_secret: secret,
+        force_threadpool: cfg.storage.io_backend == IoBackend::Threadpool,
+    })
+    .await?;
+    tasks.push(tokio::spawn(listen::serve(internal, godwit_datanode::router(datanode.clone()), shutdown.clone())));
+    let info = DatanodeInfo { id: cfg.node_id, addr: cfg.advertise.clone(), zone: None };
+    until_ok("registering with meta", || async { Ok(meta.register_datanode(info.clone()).await?) }).await?;
+    let gc = datanode.spawn_gc(meta.clone(), cfg.storage.gc_grace, cfg.storage.gc_interval, shutdown.clone());
+    admin.ready.store(true, Ordering::Release);
+    tracing::info!(listen = %cfg.listen, node_id = cfg.node_id, "datanode role ready");
+    let result = join_all(tasks).await;
+    let _ = gc.await;
+    result
+}
+
+pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
+    let shutdown = CancellationToken::new();
+    listen::cancel_on_signal(shutdown.clone());
+    let mut tasks = Vec::new();
+    let secret = ClusterSecret::new(&cfg.cluster_secret);
+    let meta: Arc<dyn MetaApi> = Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
+    let admin = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let s3_listener = listen::bind(&cfg.s3_listen).await?;
+    let router = NetworkRouter::new(secret);
+    until_ok("loading datanodes from meta", || async {
+        router.refresh(meta.as_ref()).await?;
+        Ok(())
+    })
+    .await?;
+    router.spawn_refresh(meta.clone(), Duration::from_secs(5));
+    let gateway = Gateway::new(gateway_config(&cfg.region, &cfg.storage), meta.clone(), router);
+    admin.set_meta(meta);
+    tasks.push(tokio::spawn(listen::serve(s3_listener, gateway.router(), shutdown.clone())));
+    admin.ready.store(true, Ordering::Release);
+    tracing::info!(s3 = %cfg.s3_listen, "gateway role ready");
+    join_all(tasks).await
+}
+
