@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/ensure-deps.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/godwit-target}"
-echo "== cargo build"
-cargo build --bin godwit
+# One cargo invocation for everything: a different package selection
+# resolves different build-dependency features and would compile RocksDB's
+# C++ again. `cargo test` also builds target/debug/godwit for pytest.
 echo "== cargo test"
 cargo test --workspace -- --test-threads=2
 echo "== pytest (aws-cli, boto3)"

@@ -2,15 +2,8 @@
 //! all-in-one default; `meta`, `datanode` and `gateway` run one role each;
 //! `admin` and `bench` are clients.
 
-mod admin;
-mod bench;
-mod config;
-mod credentials;
-mod listen;
-mod roles;
-mod routing;
-
 use clap::{Parser, Subcommand};
+use godwit::{admin, bench, config, roles};
 
 #[derive(Parser)]
 #[command(name = "godwit", version, about = "S3-compatible object store with cross-region replication")]

@@ -2,7 +2,7 @@
 //! and `meta` / `datanode` / `gateway` (one role each, network doors).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,16 +66,17 @@ async fn start_admin(
     meta: Option<Arc<dyn MetaApi>>,
     shutdown: &CancellationToken,
     tasks: &mut Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
-) -> anyhow::Result<Arc<AdminState>> {
+) -> anyhow::Result<(Arc<AdminState>, std::net::SocketAddr)> {
     let state = Arc::new(AdminState::new(meta));
     let listener = listen::bind(addr).await?;
-    tracing::info!(addr = %listener.local_addr()?, "admin listener");
+    let local = listener.local_addr()?;
+    tracing::info!(addr = %local, "admin listener");
     tasks.push(tokio::spawn(listen::serve(
         listener,
         crate::admin::server::router(state.clone()),
         shutdown.clone(),
     )));
-    Ok(state)
+    Ok((state, local))
 }
 
 async fn join_all(tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>) -> anyhow::Result<()> {
@@ -85,13 +86,32 @@ async fn join_all(tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>) -> an
     Ok(())
 }
 
+/// A running all-in-one server (for in-process tests and `run_server`).
+pub struct ServerHandle {
+    pub s3_addr: std::net::SocketAddr,
+    pub admin_addr: std::net::SocketAddr,
+    pub root: RootCredentials,
+    /// Cancel to stop; then await `stopped`.
+    pub shutdown: CancellationToken,
+    pub stopped: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+/// Runs the all-in-one server until SIGTERM/SIGINT.
 pub async fn run_server(cfg: ServerConfig) -> anyhow::Result<()> {
+    let handle = start_server(cfg).await?;
+    listen::cancel_on_signal(handle.shutdown.clone());
+    handle.stopped.await.context("server task panicked")?
+}
+
+/// Starts every role in this process and returns once the S3 listener
+/// serves.
+pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
     let shutdown = CancellationToken::new();
-    listen::cancel_on_signal(shutdown.clone());
     let mut tasks = Vec::new();
-    let admin = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let (admin, admin_addr) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
     let s3_listener = listen::bind(&cfg.s3_listen).await?;
+    let s3_addr = s3_listener.local_addr()?;
 
     let secret = ClusterSecret::new(&credentials::cluster_secret(&cfg.data_dir)?);
     let root = credentials::root_credentials(&cfg.data_dir)?;
@@ -127,11 +147,14 @@ pub async fn run_server(cfg: ServerConfig) -> anyhow::Result<()> {
     tasks.push(tokio::spawn(listen::serve(s3_listener, gateway.router(), shutdown.clone())));
     admin.ready.store(true, Ordering::Release);
 
-    let result = join_all(tasks).await;
-    let _ = gc.await;
-    meta.shutdown().await;
-    tracing::info!("stopped");
-    result
+    let stopped = tokio::spawn(async move {
+        let result = join_all(tasks).await;
+        let _ = gc.await;
+        meta.shutdown().await;
+        tracing::info!("stopped");
+        result
+    });
+    Ok(ServerHandle { s3_addr, admin_addr, root, shutdown, stopped })
 }
 
 pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
@@ -139,7 +162,7 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     listen::cancel_on_signal(shutdown.clone());
     let mut tasks = Vec::new();
-    let admin = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
     let internal = listen::bind(&cfg.listen).await?;
     let secret = ClusterSecret::new(&cfg.cluster_secret);
     let root = credentials::root_credentials(&cfg.data_dir)?;
@@ -191,7 +214,7 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
     let mut tasks = Vec::new();
     let secret = ClusterSecret::new(&cfg.cluster_secret);
     let meta: Arc<dyn MetaApi> = Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
-    let admin = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
     let internal = listen::bind(&cfg.listen).await?;
     let datanode = Datanode::open(DatanodeConfig {
         node_id: cfg.node_id,
@@ -217,7 +240,7 @@ pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
     let mut tasks = Vec::new();
     let secret = ClusterSecret::new(&cfg.cluster_secret);
     let meta: Arc<dyn MetaApi> = Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
-    let admin = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
     let s3_listener = listen::bind(&cfg.s3_listen).await?;
     let router = NetworkRouter::new(secret);
     until_ok("loading datanodes from meta", || async {

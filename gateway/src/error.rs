@@ -37,7 +37,9 @@ pub enum S3Error {
     InvalidDigest(String),
     /// Body shorter than Content-Length / decoded length, or a truncated
     /// aws-chunked stream.
-    #[error("You did not provide the number of bytes specified by the Content-Length HTTP header.")]
+    #[error(
+        "You did not provide the number of bytes specified by the Content-Length HTTP header."
+    )]
     IncompleteBody,
     /// PUT without Content-Length (and not chunked).
     #[error("You must provide the Content-Length HTTP header.")]
@@ -62,6 +64,9 @@ pub enum S3Error {
     EntityTooSmall,
     #[error("The requested range is not satisfiable")]
     InvalidRange,
+    /// GetObject `partNumber` beyond the object's parts.
+    #[error("The requested partnumber is not satisfiable")]
+    InvalidPartNumber,
     #[error("At least one of the pre-conditions you specified did not hold")]
     PreconditionFailed,
     /// 304 for If-None-Match / If-Modified-Since on GET/HEAD.
@@ -124,6 +129,7 @@ impl S3Error {
             EntityTooLarge => "EntityTooLarge",
             EntityTooSmall => "EntityTooSmall",
             InvalidRange => "InvalidRange",
+            InvalidPartNumber => "InvalidPartNumber",
             PreconditionFailed => "PreconditionFailed",
             NotModified => "NotModified",
             MethodNotAllowed => "MethodNotAllowed",
@@ -145,7 +151,9 @@ impl S3Error {
     pub fn http_status(&self) -> StatusCode {
         use S3Error::*;
         match self {
-            SignatureDoesNotMatch | InvalidAccessKeyId | AccessDenied(_) | RequestTimeTooSkewed => StatusCode::FORBIDDEN,
+            SignatureDoesNotMatch | InvalidAccessKeyId | AccessDenied(_) | RequestTimeTooSkewed => {
+                StatusCode::FORBIDDEN
+            }
             AuthorizationHeaderMalformed(_)
             | AuthorizationQueryParametersError(_)
             | XAmzContentSHA256Mismatch
@@ -164,7 +172,7 @@ impl S3Error {
             | InvalidPart(_)
             | InvalidPartOrder => StatusCode::BAD_REQUEST,
             MissingContentLength => StatusCode::LENGTH_REQUIRED,
-            InvalidRange => StatusCode::RANGE_NOT_SATISFIABLE,
+            InvalidRange | InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
             PreconditionFailed => StatusCode::PRECONDITION_FAILED,
             NotModified => StatusCode::NOT_MODIFIED,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -191,7 +199,9 @@ impl From<MetaError> for S3Error {
             MetaError::EntityTooSmall { .. } => S3Error::EntityTooSmall,
             MetaError::NoSuchAccessKey => S3Error::InvalidAccessKeyId,
             MetaError::InvalidArgument(m) => S3Error::InvalidArgument(m),
-            MetaError::NotLeader { .. } | MetaError::Unavailable(_) => S3Error::ServiceUnavailable(e.to_string()),
+            MetaError::NotLeader { .. } | MetaError::Unavailable(_) => {
+                S3Error::ServiceUnavailable(e.to_string())
+            }
             MetaError::Internal(m) => S3Error::InternalError(m),
         }
     }
@@ -215,7 +225,10 @@ pub fn into_io(e: S3Error) -> std::io::Error {
 /// Recovers an S3 error from a body stream's `io::Error`; any other I/O
 /// error means the client went away mid-body.
 pub fn from_io(e: std::io::Error) -> S3Error {
-    match e.get_ref().and_then(|inner| inner.downcast_ref::<S3Error>()) {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<S3Error>())
+    {
         Some(s3) => s3.clone(),
         None => S3Error::IncompleteBody,
     }

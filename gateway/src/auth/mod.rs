@@ -1,0 +1,340 @@
+//! Request authentication: AWS SigV4 (header, presigned query, streaming
+//! modes) and SigV2 (header, presigned query). Signatures are compared in
+//! constant time; the clock-skew window is 15 minutes.
+//!
+//! The request head alone decides: `authenticate` looks at the
+//! `Authorization` header first, then at the query string, and answers who
+//! signed and what the signature says about the body (`PayloadCheck`), which
+//! `body::decode` then enforces while the body streams.
+
+#[cfg(test)]
+mod botocore_tests;
+mod presign;
+mod sigv2;
+mod sigv4;
+
+use async_trait::async_trait;
+use hmac::{Hmac, Mac};
+use percent_encoding::{percent_decode_str, AsciiSet, NON_ALPHANUMERIC};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use time::OffsetDateTime;
+
+use crate::error::S3Error;
+
+pub use sigv4::{chunk_signature, signing_key, trailer_signature};
+
+/// Allowed difference between the request's date and ours.
+pub const MAX_CLOCK_SKEW: time::Duration = time::Duration::minutes(15);
+
+/// Looks up an access key's secret (the gateway caches meta's answer).
+#[async_trait]
+pub trait SecretLookup: Send + Sync {
+    /// `Err(S3Error::InvalidAccessKeyId)` for an unknown key.
+    async fn secret(&self, access_key_id: &str) -> Result<String, S3Error>;
+}
+
+/// What the signature says about the body, for `body::decode`.
+#[derive(Clone, Debug)]
+pub enum PayloadCheck {
+    /// UNSIGNED-PAYLOAD, presigned URLs, SigV2: nothing to verify.
+    Unsigned,
+    /// `x-amz-content-sha256` is a hex digest: the body must hash to it.
+    Sha256Hex(String),
+    /// `STREAMING-AWS4-HMAC-SHA256-PAYLOAD[-TRAILER]`: each chunk signature
+    /// chains from `seed_signature`.
+    SignedChunks(ChunkSigning),
+    /// `STREAMING-UNSIGNED-PAYLOAD-TRAILER`.
+    UnsignedTrailer,
+}
+
+/// Material to verify chunk and trailer signatures.
+#[derive(Clone, Debug)]
+pub struct ChunkSigning {
+    pub signing_key: Vec<u8>,
+    /// `x-amz-date` of the request (`YYYYMMDDTHHMMSSZ`).
+    pub amz_date: String,
+    /// `YYYYMMDD/region/s3/aws4_request`.
+    pub scope: String,
+    pub seed_signature: String,
+    /// True for the `-TRAILER` variant (signed trailer expected).
+    pub trailer: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct AuthOutcome {
+    pub access_key_id: String,
+    pub payload: PayloadCheck,
+}
+
+/// Authenticates a request from its head alone. Requests with no
+/// credentials at all get `AccessDenied`.
+///
+/// SigV2 signs the path including the bucket; for a virtual-hosted-style
+/// request call [`authenticate_with_bucket`] with the bucket taken from
+/// the Host header.
+pub async fn authenticate(
+    parts: &http::request::Parts,
+    lookup: &dyn SecretLookup,
+    now: OffsetDateTime,
+) -> Result<AuthOutcome, S3Error> {
+    authenticate_with_bucket(parts, lookup, now, None).await
+}
+
+/// As [`authenticate`], for a virtual-hosted-style request whose bucket
+/// came from the Host header (`vhost_bucket`), so that SigV2's canonical
+/// resource `/bucket/key` can be rebuilt. SigV4 signs the path as sent and
+/// ignores it.
+pub async fn authenticate_with_bucket(
+    parts: &http::request::Parts,
+    lookup: &dyn SecretLookup,
+    now: OffsetDateTime,
+    vhost_bucket: Option<&str>,
+) -> Result<AuthOutcome, S3Error> {
+    let query = parse_query(parts.uri.query().unwrap_or(""));
+    let has_param = |name: &str| query.iter().any(|p| p.key == name);
+    let header_auth = parts.headers.get(http::header::AUTHORIZATION);
+    let v4_query = has_param("X-Amz-Algorithm")
+        || has_param("X-Amz-Credential")
+        || has_param("X-Amz-Signature");
+    let v2_query = has_param("AWSAccessKeyId") || has_param("Signature");
+
+    if header_auth.is_some() && (v4_query || v2_query) {
+        return Err(S3Error::InvalidArgument(
+            "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string \
+             parameter or the Authorization header should be specified"
+                .into(),
+        ));
+    }
+    if let Some(value) = header_auth {
+        let value = value
+            .to_str()
+            .map_err(|_| S3Error::InvalidArgument("Unsupported Authorization Type".into()))?;
+        if let Some(rest) = value.strip_prefix("AWS4-HMAC-SHA256") {
+            return sigv4::verify_header(parts, &query, rest, lookup, now).await;
+        }
+        if value.starts_with("AWS4-ECDSA-P256-SHA256") {
+            // SigV4a (multi-region access points): not offered.
+            return Err(S3Error::NotImplemented);
+        }
+        if let Some(rest) = value.strip_prefix("AWS ") {
+            return sigv2::verify_header(parts, &query, rest, lookup, now, vhost_bucket).await;
+        }
+        return Err(S3Error::InvalidArgument(
+            "Unsupported Authorization Type".into(),
+        ));
+    }
+    if v4_query {
+        return presign::verify(parts, &query, lookup, now).await;
+    }
+    if v2_query {
+        return sigv2::verify_query(parts, &query, lookup, now, vhost_bucket).await;
+    }
+    // Anonymous access (bucket policies / ACLs) is not supported yet.
+    Err(S3Error::AccessDenied("Access Denied".into()))
+}
+
+/// One `k[=v]` pair of the query string, kept both as sent and decoded.
+#[derive(Clone, Debug)]
+pub(crate) struct QueryParam {
+    /// Decoded name (percent-decoding only: `+` stays `+`, as AWS signs it).
+    pub key: String,
+    /// Decoded value; empty when absent.
+    pub value: String,
+    /// Whether the pair had an `=`.
+    pub has_value: bool,
+}
+
+/// Splits a raw query string; empty pieces (`a&&b`) are skipped.
+pub(crate) fn parse_query(raw: &str) -> Vec<QueryParam> {
+    raw.split('&')
+        .filter(|piece| !piece.is_empty())
+        .map(|piece| {
+            let (k, v, has_value) = match piece.split_once('=') {
+                Some((k, v)) => (k, v, true),
+                None => (piece, "", false),
+            };
+            QueryParam {
+                key: decode(k),
+                value: decode(v),
+                has_value,
+            }
+        })
+        .collect()
+}
+
+fn decode(s: &str) -> String {
+    percent_decode_str(s).decode_utf8_lossy().into_owned()
+}
+
+pub(crate) fn query_value<'a>(query: &'a [QueryParam], name: &str) -> Option<&'a str> {
+    query
+        .iter()
+        .find(|p| p.key == name)
+        .map(|p| p.value.as_str())
+}
+
+/// AWS `UriEncode`: everything but `A-Za-z0-9-_.~` as `%XX` (uppercase).
+/// https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html
+pub(crate) const URI_ENCODE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+pub(crate) fn uri_encode(bytes: &[u8]) -> String {
+    percent_encoding::percent_encode(bytes, URI_ENCODE).to_string()
+}
+
+pub(crate) fn hmac_sha256(key: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(data);
+    mac.finalize().into_bytes().to_vec()
+}
+
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
+    hex::encode(Sha256::digest(data))
+}
+
+/// Constant-time equality of two signatures (lengths are not secret).
+pub(crate) fn signatures_match(computed: &str, given: &str) -> bool {
+    computed.len() == given.len() && bool::from(computed.as_bytes().ct_eq(given.as_bytes()))
+}
+
+const AMZ_DATE_FORMAT: &[time::format_description::FormatItem<'static>] =
+    time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+
+/// Parses `YYYYMMDDTHHMMSSZ`.
+pub(crate) fn parse_amz_date(raw: &str) -> Option<OffsetDateTime> {
+    time::PrimitiveDateTime::parse(raw.trim(), AMZ_DATE_FORMAT)
+        .ok()
+        .map(|t| t.assume_utc())
+}
+
+pub(crate) fn format_amz_date(t: OffsetDateTime) -> String {
+    t.to_offset(time::UtcOffset::UTC)
+        .format(AMZ_DATE_FORMAT)
+        .expect("formatting a UTC date cannot fail")
+}
+
+/// RFC 7231 dates (`... GMT`) and RFC 2822 ones with a numeric zone
+/// (`Tue, 27 Mar 2007 19:36:42 +0000`, as AWS's SigV2 examples use).
+pub(crate) fn parse_http_date(raw: &str) -> Option<OffsetDateTime> {
+    let raw = raw.trim();
+    if let Ok(t) = httpdate::parse_http_date(raw) {
+        return Some(OffsetDateTime::from(t));
+    }
+    OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc2822).ok()
+}
+
+/// Whether `date` is within `MAX_CLOCK_SKEW` of `now`.
+pub(crate) fn within_skew(date: OffsetDateTime, now: OffsetDateTime) -> bool {
+    (date - now).abs() <= MAX_CLOCK_SKEW
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    /// A fixed key table.
+    pub struct Keys(pub HashMap<String, String>);
+
+    impl Keys {
+        pub fn one(ak: &str, secret: &str) -> Self {
+            Keys(HashMap::from([(ak.to_string(), secret.to_string())]))
+        }
+    }
+
+    #[async_trait]
+    impl SecretLookup for Keys {
+        async fn secret(&self, access_key_id: &str) -> Result<String, S3Error> {
+            self.0
+                .get(access_key_id)
+                .cloned()
+                .ok_or(S3Error::InvalidAccessKeyId)
+        }
+    }
+
+    pub fn parts(req: http::Request<()>) -> http::request::Parts {
+        req.into_parts().0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn query_parsing_keeps_plus_and_flags_bare_keys() {
+        let q = parse_query("uploads&a=b%2Fc&x=1+2&&e=");
+        assert_eq!(q.len(), 4);
+        assert_eq!((q[0].key.as_str(), q[0].has_value), ("uploads", false));
+        assert_eq!(q[1].value, "b/c");
+        assert_eq!(q[2].value, "1+2");
+        assert!(q[3].has_value && q[3].value.is_empty());
+    }
+
+    #[test]
+    fn uri_encode_follows_aws_rules() {
+        assert_eq!(uri_encode(b"a b+c/~_.-!*"), "a%20b%2Bc%2F~_.-%21%2A");
+        assert_eq!(uri_encode("é".as_bytes()), "%C3%A9");
+    }
+
+    #[test]
+    fn dates_parse_in_all_client_forms() {
+        let iso = parse_amz_date("20130524T000000Z").unwrap();
+        assert_eq!(iso.unix_timestamp(), 1369353600);
+        assert_eq!(format_amz_date(iso), "20130524T000000Z");
+        let gmt = parse_http_date("Fri, 24 May 2013 00:00:00 GMT").unwrap();
+        assert_eq!(gmt, iso);
+        let numeric = parse_http_date("Tue, 27 Mar 2007 19:36:42 +0000").unwrap();
+        assert_eq!(numeric.unix_timestamp(), 1175024202);
+        assert!(parse_amz_date("2013-05-24").is_none());
+    }
+
+    #[test]
+    fn constant_time_compare() {
+        assert!(signatures_match("abc", "abc"));
+        assert!(!signatures_match("abc", "abd"));
+        assert!(!signatures_match("abc", "ab"));
+    }
+
+    #[tokio::test]
+    async fn no_credentials_is_access_denied() {
+        let keys = Keys::one("AK", "SK");
+        let p = parts(http::Request::get("/b/k").body(()).unwrap());
+        let err = authenticate(&p, &keys, OffsetDateTime::now_utc())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, S3Error::AccessDenied(ref m) if m == "Access Denied"),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn unknown_scheme_and_double_auth_are_refused() {
+        let keys = Keys::one("AK", "SK");
+        let now = OffsetDateTime::now_utc();
+        let p = parts(
+            http::Request::get("/b/k")
+                .header("authorization", "Bearer x")
+                .body(())
+                .unwrap(),
+        );
+        let err = authenticate(&p, &keys, now).await.unwrap_err();
+        assert_eq!(err.code(), "InvalidArgument");
+
+        let p = parts(
+            http::Request::get("/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256")
+                .header("authorization", "AWS AK:sig")
+                .body(())
+                .unwrap(),
+        );
+        let err = authenticate(&p, &keys, now).await.unwrap_err();
+        assert_eq!(err.code(), "InvalidArgument");
+    }
+}

@@ -1,0 +1,532 @@
+//! Object bytes in and out of datanodes.
+//!
+//! Writing: the body is hashed as it streams and cut into `block_size`
+//! blocks; each block goes to all its datanodes at once through small
+//! bounded channels, so memory stays a few chunks per node whatever the
+//! object size (invariant 4). A few finished blocks may wait for their
+//! acks while the next one streams. Nothing here commits metadata: the
+//! caller does, after verifying the digests (invariant 1). On error the
+//! unfinished block writes are cancelled; finished blocks no object names
+//! are the datanodes' garbage to collect.
+//!
+//! Reading: only the blocks overlapping the range are fetched, in order,
+//! each from the first replica that answers; a replica that fails midway is
+//! replaced by the next one from the same offset.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use godwit_common::types::{BlockAlloc, BlockRef, ObjectData, ObjectRead};
+use godwit_common::{BlockError, BlockRouter, ByteStream, MetaApi};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::body::checksum::{Algo, Digests, Hasher};
+use crate::error::{from_io, S3Error};
+use crate::metrics;
+
+/// Chunks in flight per datanode per block: enough to keep the socket busy.
+const CHANNEL_DEPTH: usize = 4;
+/// Blocks that may await their acks while the next one streams.
+const MAX_UNACKED_BLOCKS: usize = 2;
+/// Block ids asked of meta at once when the body length is known.
+const MAX_ALLOC_BATCH: u64 = 16;
+
+/// Where the bytes go and how they may be stored.
+pub struct WriteTarget<'a> {
+    pub meta: &'a Arc<dyn MetaApi>,
+    pub router: &'a Arc<dyn BlockRouter>,
+    pub block_size: u64,
+    /// Bodies of at most this many bytes are kept inline (0: never).
+    pub inline_threshold: usize,
+    /// EntityTooLarge beyond this.
+    pub max_size: u64,
+}
+
+pub struct Written {
+    pub data: ObjectData,
+    pub size: u64,
+    pub digests: Digests,
+}
+
+/// Streams `body` into an inline buffer or blocks, computing MD5 and
+/// `algos` on the way. `expected_len` (when known) only sizes block
+/// allocation batches; length checks belong to the body decoder.
+pub async fn write_stream(
+    target: &WriteTarget<'_>,
+    mut body: ByteStream,
+    expected_len: Option<u64>,
+    algos: &[Algo],
+) -> Result<Written, S3Error> {
+    let mut hasher = Hasher::new(algos);
+    let mut size = 0u64;
+    let mut take = |chunk: &Bytes, size: &mut u64| -> Result<(), S3Error> {
+        hasher.update(chunk);
+        *size += chunk.len() as u64;
+        metrics::s3().bytes_in.inc_by(chunk.len() as u64);
+        if *size > target.max_size {
+            return Err(S3Error::EntityTooLarge);
+        }
+        Ok(())
+    };
+
+    // Small bodies: keep them whole and inline, unless they grow past the
+    // threshold, in which case what was buffered starts the first block.
+    let mut head = BytesMut::new();
+    let mut overflow = None;
+    if target.inline_threshold > 0 {
+        loop {
+            match body.next().await {
+                None => {
+                    return Ok(Written {
+                        data: ObjectData::Inline(head.to_vec()),
+                        size,
+                        digests: hasher.finish(),
+                    });
+                }
+                Some(Err(e)) => return Err(from_io(e)),
+                Some(Ok(chunk)) => {
+                    take(&chunk, &mut size)?;
+                    if head.len() + chunk.len() <= target.inline_threshold {
+                        head.extend_from_slice(&chunk);
+                    } else {
+                        overflow = Some(chunk);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    let mut sink = BlockSink::new(target, expected_len);
+    if !head.is_empty() {
+        sink.feed(head.freeze()).await?;
+    }
+    if let Some(chunk) = overflow {
+        sink.feed(chunk).await?;
+    }
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(from_io)?;
+        take(&chunk, &mut size)?;
+        sink.feed(chunk).await?;
+    }
+    let blocks = sink.finish().await?;
+    Ok(Written {
+        data: ObjectData::Blocks(blocks),
+        size,
+        digests: hasher.finish(),
+    })
+}
+
+type PutTask = JoinHandle<Result<godwit_common::block_api::BlockWritten, BlockError>>;
+
+/// A block being streamed to its datanodes.
+struct OpenBlock {
+    alloc: BlockAlloc,
+    senders: Vec<Option<mpsc::Sender<Result<Bytes, std::io::Error>>>>,
+    tasks: Vec<PutTask>,
+    written: u64,
+}
+
+/// A block fully sent, awaiting its acks.
+struct SentBlock {
+    alloc: BlockAlloc,
+    tasks: Vec<PutTask>,
+    size: u64,
+}
+
+struct BlockSink<'a> {
+    target: &'a WriteTarget<'a>,
+    remaining_hint: Option<u64>,
+    allocs: VecDeque<BlockAlloc>,
+    open: Option<OpenBlock>,
+    unacked: VecDeque<SentBlock>,
+    done: Vec<BlockRef>,
+}
+
+impl<'a> BlockSink<'a> {
+    fn new(target: &'a WriteTarget<'a>, expected_len: Option<u64>) -> Self {
+        BlockSink {
+            target,
+            remaining_hint: expected_len,
+            allocs: VecDeque::new(),
+            open: None,
+            unacked: VecDeque::new(),
+            done: Vec::new(),
+        }
+    }
+
+    async fn next_alloc(&mut self) -> Result<BlockAlloc, S3Error> {
+        if self.allocs.is_empty() {
+            let bs = self.target.block_size;
+            let count = match self.remaining_hint {
+                Some(left) => left.div_ceil(bs).clamp(1, MAX_ALLOC_BATCH),
+                None => 1,
+            };
+            let allocs = self.target.meta.allocate_blocks(count as usize).await?;
+            self.allocs.extend(allocs);
+        }
+        let alloc = self
+            .allocs
+            .pop_front()
+            .ok_or_else(|| S3Error::InternalError("meta allocated no block".into()))?;
+        self.remaining_hint = self
+            .remaining_hint
+            .map(|left| left.saturating_sub(self.target.block_size));
+        Ok(alloc)
+    }
+
+    async fn open_block(&mut self) -> Result<OpenBlock, S3Error> {
+        let alloc = self.next_alloc().await?;
+        if alloc.nodes.is_empty() {
+            return Err(S3Error::ServiceUnavailable(
+                "no datanode available for a new block".into(),
+            ));
+        }
+        let mut senders = Vec::with_capacity(alloc.nodes.len());
+        let mut tasks = Vec::with_capacity(alloc.nodes.len());
+        for node in &alloc.nodes {
+            let store = self.target.router.node(*node).ok_or_else(|| {
+                S3Error::ServiceUnavailable(format!("datanode {node} is unknown"))
+            })?;
+            let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
+            let stream: ByteStream = Box::pin(futures::stream::unfold(rx, |mut rx| async move {
+                rx.recv().await.map(|item| (item, rx))
+            }));
+            let (id, token) = (alloc.id.clone(), alloc.token.clone());
+            tasks.push(tokio::spawn(async move {
+                store.put_block(&id, &token, stream).await
+            }));
+            senders.push(Some(tx));
+        }
+        Ok(OpenBlock {
+            alloc,
+            senders,
+            tasks,
+            written: 0,
+        })
+    }
+
+    async fn feed(&mut self, mut chunk: Bytes) -> Result<(), S3Error> {
+        while !chunk.is_empty() {
+            if self.open.is_none() {
+                self.open = Some(self.open_block().await?);
+            }
+            let block = self.open.as_mut().expect("opened above");
+            let room = (self.target.block_size - block.written) as usize;
+            let piece = chunk.split_to(room.min(chunk.len()));
+            block.written += piece.len() as u64;
+            for sender in block.senders.iter_mut() {
+                // A closed channel means that datanode gave up: its task
+                // holds the error, reported when the block is acked.
+                if let Some(tx) = sender {
+                    if tx.send(Ok(piece.clone())).await.is_err() {
+                        *sender = None;
+                    }
+                }
+            }
+            if block.written == self.target.block_size {
+                self.close_open().await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn close_open(&mut self) -> Result<(), S3Error> {
+        if let Some(block) = self.open.take() {
+            // Dropping the senders ends each datanode's body stream.
+            drop(block.senders);
+            self.unacked.push_back(SentBlock {
+                alloc: block.alloc,
+                tasks: block.tasks,
+                size: block.written,
+            });
+        }
+        while self.unacked.len() > MAX_UNACKED_BLOCKS {
+            self.ack_oldest().await?;
+        }
+        Ok(())
+    }
+
+    async fn ack_oldest(&mut self) -> Result<(), S3Error> {
+        let Some(mut sent) = self.unacked.pop_front() else {
+            return Ok(());
+        };
+        // Every replica must ack (invariant 1: durable before commit).
+        for task in sent.tasks.iter_mut() {
+            let written = task
+                .await
+                .map_err(|e| S3Error::InternalError(format!("block write task failed: {e}")))??;
+            if written.size != sent.size {
+                return Err(S3Error::InternalError(format!(
+                    "datanode stored {} bytes of block {}, {} were sent",
+                    written.size, sent.alloc.id, sent.size
+                )));
+            }
+        }
+        self.done.push(BlockRef {
+            id: sent.alloc.id.clone(),
+            size: sent.size,
+            nodes: sent.alloc.nodes.clone(),
+        });
+        Ok(())
+    }
+
+    async fn finish(mut self) -> Result<Vec<BlockRef>, S3Error> {
+        self.close_open().await?;
+        while !self.unacked.is_empty() {
+            self.ack_oldest().await?;
+        }
+        Ok(std::mem::take(&mut self.done))
+    }
+}
+
+impl Drop for BlockSink<'_> {
+    /// On an early return, cancel the block writes still running so the
+    /// datanodes discard them instead of storing truncated blocks.
+    fn drop(&mut self) {
+        if let Some(block) = &self.open {
+            block.tasks.iter().for_each(|t| t.abort());
+        }
+        for sent in &self.unacked {
+            sent.tasks.iter().for_each(|t| t.abort());
+        }
+    }
+}
+
+// ---- reading ----
+
+/// One block's share of a read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub id: String,
+    pub nodes: Vec<godwit_common::types::NodeId>,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// The pieces of `blocks` covering `[start, end)`.
+pub fn segments(blocks: &[BlockRef], start: u64, end: u64) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut base = 0u64;
+    for b in blocks {
+        let (lo, hi) = (start.max(base), end.min(base + b.size));
+        if lo < hi {
+            out.push(Segment {
+                id: b.id.clone(),
+                nodes: b.nodes.clone(),
+                offset: lo - base,
+                len: hi - lo,
+            });
+        }
+        base += b.size;
+        if base >= end {
+            break;
+        }
+    }
+    out
+}
+
+/// Streams bytes `[start, end)` of an object.
+pub fn read_range(
+    router: Arc<dyn BlockRouter>,
+    obj: &ObjectRead,
+    start: u64,
+    end: u64,
+) -> ByteStream {
+    match &obj.version.data {
+        ObjectData::Inline(bytes) => {
+            let (s, e) = (
+                start.min(bytes.len() as u64) as usize,
+                end.min(bytes.len() as u64) as usize,
+            );
+            let piece = Bytes::copy_from_slice(&bytes[s..e]);
+            Box::pin(futures::stream::iter(
+                (!piece.is_empty()).then_some(Ok(piece)),
+            ))
+        }
+        ObjectData::Blocks(blocks) => {
+            let segs = segments(blocks, start, end)
+                .into_iter()
+                .map(|s| {
+                    let token = obj.grant.tokens.get(&s.id).cloned().unwrap_or_default();
+                    (s, token)
+                })
+                .collect();
+            let state = ReadState {
+                router,
+                segments: segs,
+                current: None,
+            };
+            Box::pin(futures::stream::unfold(state, |mut st| async move {
+                st.next().await.map(|item| (item, st))
+            }))
+        }
+    }
+}
+
+struct Reading {
+    seg: Segment,
+    token: String,
+    stream: ByteStream,
+    node_idx: usize,
+    delivered: u64,
+}
+
+struct ReadState {
+    router: Arc<dyn BlockRouter>,
+    segments: VecDeque<(Segment, String)>,
+    current: Option<Reading>,
+}
+
+/// Opens `seg` from `delivered` on, at the first replica from
+/// `first_node` that answers.
+async fn open_segment(
+    router: &Arc<dyn BlockRouter>,
+    seg: Segment,
+    token: String,
+    first_node: usize,
+    delivered: u64,
+) -> Result<Reading, std::io::Error> {
+    let mut last_err = BlockError::Unavailable(format!("block {} has no replica left", seg.id));
+    for (idx, node) in seg.nodes.iter().enumerate().skip(first_node) {
+        let Some(store) = router.node(*node) else {
+            last_err = BlockError::Unavailable(format!("datanode {node} is unknown"));
+            continue;
+        };
+        match store
+            .get_block(
+                &seg.id,
+                &token,
+                seg.offset + delivered,
+                Some(seg.len - delivered),
+            )
+            .await
+        {
+            Ok(stream) => {
+                return Ok(Reading {
+                    seg,
+                    token,
+                    stream,
+                    node_idx: idx,
+                    delivered,
+                })
+            }
+            Err(e) => {
+                tracing::warn!(block = %seg.id, node, error = %e, "block read failed, trying next replica");
+                last_err = e;
+            }
+        }
+    }
+    Err(std::io::Error::other(last_err))
+}
+
+impl ReadState {
+    async fn next(&mut self) -> Option<Result<Bytes, std::io::Error>> {
+        loop {
+            let mut reading = match self.current.take() {
+                Some(r) => r,
+                None => {
+                    let (seg, token) = self.segments.pop_front()?;
+                    match open_segment(&self.router, seg, token, 0, 0).await {
+                        Ok(r) => r,
+                        Err(e) => {
+                            self.segments.clear();
+                            return Some(Err(e));
+                        }
+                    }
+                }
+            };
+            let want = reading.seg.len - reading.delivered;
+            match reading.stream.next().await {
+                Some(Ok(mut chunk)) => {
+                    if chunk.len() as u64 > want {
+                        chunk.truncate(want as usize);
+                    }
+                    reading.delivered += chunk.len() as u64;
+                    if reading.delivered < reading.seg.len {
+                        self.current = Some(reading);
+                    }
+                    if chunk.is_empty() {
+                        continue;
+                    }
+                    return Some(Ok(chunk));
+                }
+                // A replica that ends early or fails: the next one resumes
+                // where it stopped (blocks are immutable).
+                end_or_err => {
+                    if want == 0 {
+                        continue;
+                    }
+                    let why = match end_or_err {
+                        Some(Err(e)) => e.to_string(),
+                        _ => "stream ended early".to_string(),
+                    };
+                    let node = reading.seg.nodes.get(reading.node_idx).copied();
+                    tracing::warn!(block = %reading.seg.id, ?node, error = %why, "block read interrupted, trying next replica");
+                    let Reading {
+                        seg,
+                        token,
+                        node_idx,
+                        delivered,
+                        ..
+                    } = reading;
+                    match open_segment(&self.router, seg, token, node_idx + 1, delivered).await {
+                        Ok(r) => self.current = Some(r),
+                        Err(e) => {
+                            self.segments.clear();
+                            return Some(Err(e));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(id: &str, size: u64) -> BlockRef {
+        BlockRef {
+            id: id.into(),
+            size,
+            nodes: vec![1, 2],
+        }
+    }
+
+    #[test]
+    fn segments_cover_only_overlapping_blocks() {
+        let blocks = vec![b("a", 10), b("b", 10), b("c", 5)];
+        let whole = segments(&blocks, 0, 25);
+        assert_eq!(
+            whole
+                .iter()
+                .map(|s| (s.id.as_str(), s.offset, s.len))
+                .collect::<Vec<_>>(),
+            vec![("a", 0, 10), ("b", 0, 10), ("c", 0, 5)]
+        );
+        let mid = segments(&blocks, 8, 12);
+        assert_eq!(
+            mid.iter()
+                .map(|s| (s.id.as_str(), s.offset, s.len))
+                .collect::<Vec<_>>(),
+            vec![("a", 8, 2), ("b", 0, 2)]
+        );
+        let tail = segments(&blocks, 24, 25);
+        assert_eq!(
+            tail.iter()
+                .map(|s| (s.id.as_str(), s.offset, s.len))
+                .collect::<Vec<_>>(),
+            vec![("c", 4, 1)]
+        );
+        assert!(segments(&blocks, 5, 5).is_empty());
+    }
+}
+
+#[cfg(test)]
+#[path = "blocks_tests.rs"]
+mod io_tests;

@@ -1,0 +1,399 @@
+//! The block writer and reader against in-memory stand-ins for meta's
+//! allocator and the datanodes (unit level: they test this module's
+//! cutting, fan-out, failover and error paths, not Godwit's roles).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use godwit_common::block_api::BlockWritten;
+use godwit_common::meta_api::MetaResult;
+use godwit_common::types::*;
+use godwit_common::{BlockStore, MetaError};
+
+use super::*;
+use crate::error::into_io;
+
+#[derive(Default)]
+struct Allocator {
+    next: AtomicUsize,
+}
+
+#[async_trait]
+impl MetaApi for Allocator {
+    async fn allocate_blocks(&self, count: usize) -> MetaResult<Vec<BlockAlloc>> {
+        Ok((0..count)
+            .map(|_| {
+                let n = self.next.fetch_add(1, Ordering::SeqCst);
+                BlockAlloc {
+                    id: format!("{n:032x}"),
+                    nodes: vec![1, 2],
+                    token: "t".into(),
+                }
+            })
+            .collect())
+    }
+    async fn create_bucket(&self, _a0: &str, _a1: &str, _a2: &str) -> MetaResult<BucketInfo> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn get_bucket(&self, _a0: &str) -> MetaResult<BucketInfo> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn delete_bucket(&self, _a0: &str) -> MetaResult<()> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn set_versioning(&self, _a0: &str, _a1: VersioningState) -> MetaResult<()> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn put_object(&self, _a0: NewObject) -> MetaResult<ObjectVersion> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn get_object(&self, _a0: &str, _a1: &str, _a2: Option<&str>) -> MetaResult<ObjectRead> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn delete_object(
+        &self,
+        _a0: &str,
+        _a1: &str,
+        _a2: Option<&str>,
+    ) -> MetaResult<DeleteOutcome> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn list_objects(&self, _a0: ListObjectsQuery) -> MetaResult<ListObjectsPage> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn list_versions(&self, _a0: ListVersionsQuery) -> MetaResult<ListVersionsPage> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn create_upload(&self, _a0: NewUpload) -> MetaResult<UploadInfo> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn get_upload(&self, _a0: &str, _a1: &str, _a2: &str) -> MetaResult<UploadInfo> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn put_part(&self, _a0: &str, _a1: &str, _a2: &str, _a3: PartRecord) -> MetaResult<()> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn list_parts(
+        &self,
+        _a0: &str,
+        _a1: &str,
+        _a2: &str,
+        _a3: u32,
+        _a4: usize,
+    ) -> MetaResult<ListPartsPage> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn complete_upload(&self, _a0: CompleteUpload) -> MetaResult<ObjectVersion> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn abort_upload(&self, _a0: &str, _a1: &str, _a2: &str) -> MetaResult<()> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn list_uploads(&self, _a0: ListUploadsQuery) -> MetaResult<ListUploadsPage> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn get_access_key(&self, _a0: &str) -> MetaResult<AccessKey> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn put_access_key(&self, _a0: AccessKey) -> MetaResult<AccessKey> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn list_access_keys(&self) -> MetaResult<Vec<AccessKey>> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn delete_access_key(&self, _a0: &str) -> MetaResult<()> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn unreferenced_blocks(&self, _a0: Vec<String>) -> MetaResult<Vec<String>> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn register_datanode(&self, _a0: DatanodeInfo) -> MetaResult<()> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
+        Err(MetaError::Internal("unused".into()))
+    }
+    async fn status(&self) -> MetaResult<MetaStatus> {
+        Err(MetaError::Internal("unused".into()))
+    }
+}
+
+/// An in-memory datanode; `fail_reads_after` makes reads break midway.
+#[derive(Default)]
+struct MemNode {
+    blocks: Mutex<HashMap<String, Vec<u8>>>,
+    fail_writes: bool,
+    fail_reads_after: Option<usize>,
+}
+
+#[async_trait]
+impl BlockStore for MemNode {
+    async fn put_block(
+        &self,
+        id: &str,
+        _token: &str,
+        mut body: ByteStream,
+    ) -> Result<BlockWritten, BlockError> {
+        let mut data = Vec::new();
+        while let Some(chunk) = body.next().await {
+            data.extend_from_slice(&chunk.map_err(|e| BlockError::BadRequest(e.to_string()))?);
+        }
+        if self.fail_writes {
+            return Err(BlockError::Io("disk full".into()));
+        }
+        let size = data.len() as u64;
+        self.blocks.lock().unwrap().insert(id.to_string(), data);
+        Ok(BlockWritten { size, crc32c: 0 })
+    }
+
+    async fn get_block(
+        &self,
+        id: &str,
+        _token: &str,
+        offset: u64,
+        len: Option<u64>,
+    ) -> Result<ByteStream, BlockError> {
+        let data = self
+            .blocks
+            .lock()
+            .unwrap()
+            .get(id)
+            .cloned()
+            .ok_or(BlockError::NotFound)?;
+        let end = len.map_or(data.len(), |l| (offset + l) as usize);
+        let slice = data[offset as usize..end].to_vec();
+        let mut items: Vec<Result<Bytes, std::io::Error>> = slice
+            .chunks(3)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        if let Some(after) = self.fail_reads_after {
+            items.truncate(after.div_ceil(3));
+            items.push(Err(std::io::Error::other("disk error")));
+        }
+        Ok(Box::pin(futures::stream::iter(items)))
+    }
+
+    async fn delete_block(&self, _id: &str) -> Result<(), BlockError> {
+        Ok(())
+    }
+}
+
+struct Nodes(HashMap<NodeId, Arc<MemNode>>);
+
+impl BlockRouter for Nodes {
+    fn node(&self, id: NodeId) -> Option<Arc<dyn BlockStore>> {
+        self.0.get(&id).map(|n| n.clone() as Arc<dyn BlockStore>)
+    }
+}
+
+fn cluster(a: MemNode, b: MemNode) -> (Arc<dyn MetaApi>, Arc<Nodes>) {
+    let nodes = Nodes([(1, Arc::new(a)), (2, Arc::new(b))].into());
+    (Arc::new(Allocator::default()), Arc::new(nodes))
+}
+
+fn body_of(data: &[u8], chunk: usize) -> ByteStream {
+    let items: Vec<Result<Bytes, std::io::Error>> = data
+        .chunks(chunk)
+        .map(|c| Ok(Bytes::copy_from_slice(c)))
+        .collect();
+    Box::pin(futures::stream::iter(items))
+}
+
+async fn write(
+    meta: &Arc<dyn MetaApi>,
+    router: Arc<dyn BlockRouter>,
+    data: &[u8],
+    inline: usize,
+) -> Result<Written, S3Error> {
+    let target = WriteTarget {
+        meta,
+        router: &router,
+        block_size: 10,
+        inline_threshold: inline,
+        max_size: 1000,
+    };
+    write_stream(&target, body_of(data, 7), Some(data.len() as u64), &[]).await
+}
+
+async fn read_all(
+    router: Arc<dyn BlockRouter>,
+    obj: &ObjectRead,
+    start: u64,
+    end: u64,
+) -> Result<Vec<u8>, std::io::Error> {
+    let mut out = Vec::new();
+    let mut s = read_range(router, obj, start, end);
+    while let Some(chunk) = s.next().await {
+        out.extend_from_slice(&chunk?);
+    }
+    Ok(out)
+}
+
+fn as_read(data: ObjectData, size: u64) -> ObjectRead {
+    ObjectRead {
+        version: ObjectVersion {
+            bucket: "b".into(),
+            key: "k".into(),
+            version_id: "null".into(),
+            is_delete_marker: false,
+            is_latest: true,
+            last_modified_ms: 0,
+            size,
+            etag: String::new(),
+            headers: Default::default(),
+            user_meta: Default::default(),
+            checksums: Default::default(),
+            data,
+            parts: vec![],
+            tags: Default::default(),
+            owner: String::new(),
+        },
+        grant: ReadGrant::default(),
+    }
+}
+
+#[tokio::test]
+async fn small_bodies_stay_inline() {
+    let (meta, nodes) = cluster(MemNode::default(), MemNode::default());
+    let w = write(&meta, nodes.clone(), b"hello", 8).await.unwrap();
+    assert_eq!(w.data, ObjectData::Inline(b"hello".to_vec()));
+    assert_eq!(w.size, 5);
+    assert_eq!(w.digests.md5_hex(), "5d41402abc4b2a76b9719d911017c592");
+    assert!(nodes.0[&1].blocks.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn larger_bodies_are_cut_into_blocks_on_every_node() {
+    let (meta, nodes) = cluster(MemNode::default(), MemNode::default());
+    let data: Vec<u8> = (0..35u8).collect();
+    let w = write(&meta, nodes.clone(), &data, 8).await.unwrap();
+    let ObjectData::Blocks(blocks) = &w.data else {
+        panic!("{:?}", w.data)
+    };
+    assert_eq!(
+        blocks.iter().map(|b| b.size).collect::<Vec<_>>(),
+        vec![10, 10, 10, 5]
+    );
+    for node in [1, 2] {
+        let stored = nodes.0[&node].blocks.lock().unwrap();
+        let joined: Vec<u8> = blocks.iter().flat_map(|b| stored[&b.id].clone()).collect();
+        assert_eq!(joined, data);
+    }
+    let obj = as_read(w.data.clone(), 35);
+    assert_eq!(read_all(nodes.clone(), &obj, 0, 35).await.unwrap(), data);
+    assert_eq!(
+        read_all(nodes.clone(), &obj, 8, 23).await.unwrap(),
+        data[8..23].to_vec()
+    );
+}
+
+#[tokio::test]
+async fn parts_never_go_inline() {
+    let (meta, nodes) = cluster(MemNode::default(), MemNode::default());
+    let w = write(&meta, nodes, b"abc", 0).await.unwrap();
+    assert!(matches!(&w.data, ObjectData::Blocks(b) if b.len() == 1 && b[0].size == 3));
+    // An empty part is an empty block list.
+    let (meta, nodes) = cluster(MemNode::default(), MemNode::default());
+    let w = write(&meta, nodes, b"", 0).await.unwrap();
+    assert_eq!(w.data, ObjectData::Blocks(vec![]));
+}
+
+#[tokio::test]
+async fn a_failed_replica_fails_the_write() {
+    let (meta, nodes) = cluster(
+        MemNode::default(),
+        MemNode {
+            fail_writes: true,
+            ..Default::default()
+        },
+    );
+    let err = write(&meta, nodes, &[7u8; 25], 0).await.err().unwrap();
+    assert!(matches!(err, S3Error::InternalError(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_body_error_is_the_write_error() {
+    let (meta, nodes) = cluster(MemNode::default(), MemNode::default());
+    let router: Arc<dyn BlockRouter> = nodes;
+    let target = WriteTarget {
+        meta: &meta,
+        router: &router,
+        block_size: 10,
+        inline_threshold: 0,
+        max_size: 1000,
+    };
+    let items: Vec<Result<Bytes, std::io::Error>> = vec![
+        Ok(Bytes::from_static(b"0123456789abc")),
+        Err(into_io(S3Error::XAmzContentSHA256Mismatch)),
+    ];
+    let err = write_stream(&target, Box::pin(futures::stream::iter(items)), None, &[])
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, S3Error::XAmzContentSHA256Mismatch), "{err:?}");
+}
+
+#[tokio::test]
+async fn too_large_bodies_are_refused() {
+    let (meta, nodes) = cluster(MemNode::default(), MemNode::default());
+    let router: Arc<dyn BlockRouter> = nodes;
+    let target = WriteTarget {
+        meta: &meta,
+        router: &router,
+        block_size: 10,
+        inline_threshold: 4,
+        max_size: 20,
+    };
+    let err = write_stream(&target, body_of(&[1u8; 21], 5), None, &[])
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, S3Error::EntityTooLarge), "{err:?}");
+}
+
+#[tokio::test]
+async fn reads_fail_over_to_the_next_replica_midway() {
+    let (meta, good) = cluster(MemNode::default(), MemNode::default());
+    let data: Vec<u8> = (0..30u8).collect();
+    let w = write(&meta, good.clone(), &data, 0).await.unwrap();
+    // Node 1 breaks after 4 bytes of every block; node 2 is healthy.
+    let broken = MemNode {
+        fail_reads_after: Some(4),
+        ..Default::default()
+    };
+    *broken.blocks.lock().unwrap() = good.0[&1].blocks.lock().unwrap().clone();
+    let nodes: Arc<dyn BlockRouter> = Arc::new(Nodes(
+        [(1, Arc::new(broken)), (2, good.0[&2].clone())].into(),
+    ));
+    let obj = as_read(w.data, 30);
+    assert_eq!(read_all(nodes.clone(), &obj, 0, 30).await.unwrap(), data);
+    assert_eq!(
+        read_all(nodes, &obj, 5, 17).await.unwrap(),
+        data[5..17].to_vec()
+    );
+}
+
+#[tokio::test]
+async fn reads_fail_when_no_replica_answers() {
+    let (meta, good) = cluster(MemNode::default(), MemNode::default());
+    let w = write(&meta, good, &[1u8; 15], 0).await.unwrap();
+    let (_, empty) = cluster(MemNode::default(), MemNode::default());
+    let obj = as_read(w.data, 15);
+    assert!(read_all(empty, &obj, 0, 15).await.is_err());
+}
+
+#[tokio::test]
+async fn inline_reads_slice_the_range() {
+    let (_, nodes) = cluster(MemNode::default(), MemNode::default());
+    let obj = as_read(ObjectData::Inline(b"hello world".to_vec()), 11);
+    assert_eq!(
+        read_all(nodes.clone(), &obj, 6, 11).await.unwrap(),
+        b"world"
+    );
+    assert!(read_all(nodes, &obj, 3, 3).await.unwrap().is_empty());
+}

@@ -1,0 +1,211 @@
+//! The S3 gateway: an axum app that speaks the S3 REST API (path-style),
+//! authenticates every request (`auth`), streams bodies (`body`, `blocks`)
+//! to datanodes and commits metadata through `MetaApi`.
+//!
+//! It never touches rocksdb or a disk: its only doors are the
+//! `godwit_common::MetaApi` and `godwit_common::BlockRouter` traits, so it
+//! runs the same against in-process roles or remote ones.
+
+pub mod auth;
+pub mod blocks;
+pub mod body;
+pub mod error;
+pub mod keys;
+pub mod metrics;
+pub mod s3;
+pub mod xml;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use godwit_common::{BlockRouter, MetaApi};
+use http::{HeaderValue, Method, StatusCode};
+use tracing::Instrument;
+
+use crate::error::S3Error;
+use crate::s3::router::{self, Query};
+use crate::s3::{ApiError, Ctx};
+
+/// Settings of the S3 listener.
+#[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    /// This region's name: `LocationConstraint`, `x-amz-bucket-region`.
+    pub region: String,
+    /// Bodies up to this size live inline in the version record.
+    pub inline_threshold: usize,
+    /// Objects larger than the inline threshold are cut into blocks of this size.
+    pub block_size: usize,
+    /// Largest object accepted (S3: 5 TiB).
+    pub max_object_size: u64,
+}
+
+/// Inline threshold default: one Raft entry holds bodies up to 4 KiB.
+pub const DEFAULT_INLINE_THRESHOLD: usize = 4096;
+/// Block size default: large enough for sequential disk I/O, small enough
+/// that a failed block write costs little to redo.
+pub const DEFAULT_BLOCK_SIZE: usize = 4 * 1024 * 1024;
+/// S3's largest object.
+pub const DEFAULT_MAX_OBJECT_SIZE: u64 = 5 * 1024 * 1024 * 1024 * 1024;
+/// S3's largest single PUT (PutObject, UploadPart).
+pub const MAX_PUT_SIZE: u64 = 5 * 1024 * 1024 * 1024;
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            region: "us-east-1".into(),
+            inline_threshold: DEFAULT_INLINE_THRESHOLD,
+            block_size: DEFAULT_BLOCK_SIZE,
+            max_object_size: DEFAULT_MAX_OBJECT_SIZE,
+        }
+    }
+}
+
+pub struct Gateway {
+    pub(crate) cfg: GatewayConfig,
+    pub(crate) meta: Arc<dyn MetaApi>,
+    pub(crate) blocks: Arc<dyn BlockRouter>,
+    pub(crate) keys: keys::SecretCache,
+}
+
+impl Gateway {
+    pub fn new(
+        cfg: GatewayConfig,
+        meta: Arc<dyn MetaApi>,
+        blocks: Arc<dyn BlockRouter>,
+    ) -> Arc<Self> {
+        let keys = keys::SecretCache::new(meta.clone(), keys::SECRET_TTL);
+        Arc::new(Gateway {
+            cfg,
+            meta,
+            blocks,
+            keys,
+        })
+    }
+
+    /// The S3 listener's app: every method and path goes to one handler.
+    pub fn router(self: &Arc<Self>) -> axum::Router {
+        axum::Router::new()
+            .fallback(handle)
+            .with_state(self.clone())
+    }
+
+    pub fn config(&self) -> &GatewayConfig {
+        &self.cfg
+    }
+
+    /// Where bodies go, for `blocks::write_stream`.
+    pub(crate) fn write_target(
+        &self,
+        allow_inline: bool,
+        max_size: u64,
+    ) -> blocks::WriteTarget<'_> {
+        blocks::WriteTarget {
+            meta: &self.meta,
+            router: &self.blocks,
+            block_size: self.cfg.block_size.max(1) as u64,
+            inline_threshold: if allow_inline {
+                self.cfg.inline_threshold
+            } else {
+                0
+            },
+            max_size: max_size.min(self.cfg.max_object_size),
+        }
+    }
+}
+
+/// 16 upper-case hex digits, like S3's request ids.
+fn new_request_id() -> String {
+    let id = uuid::Uuid::new_v4();
+    hex::encode_upper(&id.as_bytes()[..8])
+}
+
+async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
+    let started = Instant::now();
+    let request_id = new_request_id();
+    let (parts, body) = req.into_parts();
+    let is_head = parts.method == Method::HEAD;
+    let resource = parts.uri.path().to_string();
+
+    let query = Query::parse(parts.uri.query());
+    let path = router::split_path(parts.uri.path());
+    let (bucket, key) = path.as_ref().cloned().unwrap_or_default();
+    let endpoint = path.and_then(|(b, k)| {
+        router::parse(
+            &parts.method,
+            b.as_deref(),
+            k.as_deref(),
+            &query,
+            &parts.headers,
+        )
+    });
+    let operation = endpoint.as_ref().map(|e| e.name()).unwrap_or("Unknown");
+
+    let span = tracing::info_span!(
+        "s3",
+        request_id = %request_id,
+        operation,
+        bucket = bucket.as_deref().unwrap_or(""),
+        key = key.as_deref().unwrap_or(""),
+    );
+    let result = async {
+        // Authenticate before saying anything about the request itself.
+        let auth = auth::authenticate(&parts, &gw.keys, time::OffsetDateTime::now_utc()).await?;
+        let endpoint = endpoint?;
+        let ctx = Ctx {
+            gw: gw.clone(),
+            parts,
+            query,
+            bucket,
+            key,
+            auth,
+        };
+        s3::dispatch(ctx, endpoint, body).await
+    }
+    .instrument(span.clone())
+    .await;
+
+    let mut resp = match result {
+        Ok(resp) => resp,
+        Err(e) => error_response(e, &resource, &request_id, is_head),
+    };
+    let headers = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&request_id) {
+        headers.insert("x-amz-request-id", v.clone());
+        headers.insert("x-amz-id-2", v);
+    }
+
+    let status = resp.status();
+    let m = metrics::s3();
+    m.requests
+        .with_label_values(&[operation, status.as_str()])
+        .inc();
+    metrics::duration(operation).observe(started.elapsed().as_secs_f64());
+    span.in_scope(|| {
+        if status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED {
+            tracing::warn!(status = status.as_u16(), "request failed");
+        } else {
+            tracing::debug!(status = status.as_u16(), "request done");
+        }
+    });
+    resp
+}
+
+/// The S3 error document (none for HEAD and 304), with the error's status
+/// and any extra headers.
+fn error_response(e: ApiError, resource: &str, request_id: &str, is_head: bool) -> Response {
+    let status = e.err.http_status();
+    let mut resp = if is_head || status == StatusCode::NOT_MODIFIED {
+        Response::new(Body::empty())
+    } else {
+        s3::xml_response(status, xml::error_body(&e.err, resource, request_id))
+    };
+    *resp.status_mut() = status;
+    if let S3Error::InternalError(detail) | S3Error::ServiceUnavailable(detail) = &e.err {
+        tracing::warn!(%request_id, error = %detail, "server-side error");
+    }
+    resp.headers_mut().extend(e.headers);
+    resp
+}

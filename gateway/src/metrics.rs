@@ -1,0 +1,95 @@
+//! Prometheus metrics of the S3 listener, registered once per process in
+//! `prometheus::default_registry()` (several gateways in one test process
+//! share them).
+
+use std::sync::OnceLock;
+
+use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts};
+
+pub struct S3Metrics {
+    pub requests: IntCounterVec,
+    pub duration: HistogramVec,
+    pub bytes_in: IntCounter,
+    pub bytes_out: IntCounter,
+}
+
+fn register<C: prometheus::core::Collector + Clone + 'static>(c: C) -> C {
+    // Another copy of this library (or a test) may have registered the
+    // same name already: the metric still works, it is just not exported
+    // twice.
+    let _ = prometheus::default_registry().register(Box::new(c.clone()));
+    c
+}
+
+pub fn s3() -> &'static S3Metrics {
+    static METRICS: OnceLock<S3Metrics> = OnceLock::new();
+    METRICS.get_or_init(|| S3Metrics {
+        requests: register(
+            IntCounterVec::new(
+                Opts::new(
+                    "godwit_s3_requests_total",
+                    "S3 requests by operation and HTTP status",
+                ),
+                &["operation", "status"],
+            )
+            .expect("valid metric"),
+        ),
+        duration: register(
+            HistogramVec::new(
+                HistogramOpts::new(
+                    "godwit_s3_request_duration_seconds",
+                    "S3 request latency until the response head",
+                )
+                .buckets(vec![
+                    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+                    30.0,
+                ]),
+                &["operation"],
+            )
+            .expect("valid metric"),
+        ),
+        bytes_in: register(
+            IntCounter::new(
+                "godwit_s3_bytes_in_total",
+                "Payload bytes received in S3 request bodies",
+            )
+            .expect("valid metric"),
+        ),
+        bytes_out: register(
+            IntCounter::new(
+                "godwit_s3_bytes_out_total",
+                "Object bytes sent in S3 response bodies",
+            )
+            .expect("valid metric"),
+        ),
+    })
+}
+
+/// Latency observer for one operation.
+pub fn duration(operation: &str) -> Histogram {
+    s3().duration.with_label_values(&[operation])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_register_once_and_count() {
+        let before = s3().requests.with_label_values(&["GetObject", "200"]).get();
+        s3().requests.with_label_values(&["GetObject", "200"]).inc();
+        assert_eq!(
+            s3().requests.with_label_values(&["GetObject", "200"]).get(),
+            before + 1
+        );
+        let names: Vec<String> = prometheus::default_registry()
+            .gather()
+            .iter()
+            .map(|f| f.name().to_string())
+            .collect();
+        assert!(
+            names.iter().any(|n| n == "godwit_s3_requests_total"),
+            "{names:?}"
+        );
+    }
+}

@@ -1,0 +1,186 @@
+//! Conditional requests: If-Match, If-None-Match, If-Modified-Since,
+//! If-Unmodified-Since (and their `x-amz-copy-source-if-*` twins), with
+//! S3's precedence
+//! (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html,
+//! RFC 7232 section 6).
+
+use http::HeaderMap;
+
+use crate::error::S3Error;
+use crate::xml::unquote_etag;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Conditions {
+    pub if_match: Option<String>,
+    pub if_none_match: Option<String>,
+    /// Seconds since the epoch.
+    pub if_modified_since: Option<i64>,
+    pub if_unmodified_since: Option<i64>,
+}
+
+fn parse_date(value: &str) -> Option<i64> {
+    let t = httpdate::parse_http_date(value.trim()).ok()?;
+    t.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs() as i64)
+}
+
+impl Conditions {
+    /// Reads `<prefix>if-match` etc.; `prefix` is "" or
+    /// "x-amz-copy-source-". Unparsable dates are ignored, as S3 does.
+    pub fn from_headers(headers: &HeaderMap, prefix: &str) -> Self {
+        let get = |name: &str| {
+            headers
+                .get(format!("{prefix}{name}"))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        Conditions {
+            if_match: get("if-match"),
+            if_none_match: get("if-none-match"),
+            if_modified_since: get("if-modified-since").as_deref().and_then(parse_date),
+            if_unmodified_since: get("if-unmodified-since").as_deref().and_then(parse_date),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Conditions::default()
+    }
+
+    /// Ok to proceed, PreconditionFailed (412), or NotModified (304; for
+    /// copy sources, where S3 has no 304, pass `not_modified_is_412`).
+    pub fn evaluate(
+        &self,
+        etag: &str,
+        last_modified_ms: i64,
+        not_modified_is_412: bool,
+    ) -> Result<(), S3Error> {
+        // HTTP dates have whole seconds; so does the comparison.
+        let lm = last_modified_ms.div_euclid(1000);
+        let matches = self.if_match.as_deref().map(|list| etag_in(list, etag));
+        let unmodified = self.if_unmodified_since.map(|t| lm <= t);
+        let none_match = self
+            .if_none_match
+            .as_deref()
+            .map(|list| !etag_in(list, etag));
+        let modified = self.if_modified_since.map(|t| lm > t);
+        let not_modified = if not_modified_is_412 {
+            S3Error::PreconditionFailed
+        } else {
+            S3Error::NotModified
+        };
+
+        match (matches, unmodified) {
+            // If-Match failed: nothing else matters.
+            (Some(false), _) => return Err(S3Error::PreconditionFailed),
+            // If-Match held: S3 then ignores If-Unmodified-Since.
+            (Some(true), _) => {}
+            // Only If-Unmodified-Since, and the object changed since.
+            (None, Some(false)) => return Err(S3Error::PreconditionFailed),
+            (None, _) => {}
+        }
+        match (none_match, modified) {
+            // The ETag is one the client has: 304 (412 for a copy source),
+            // whatever If-Modified-Since says.
+            (Some(false), _) => Err(not_modified),
+            // If-None-Match held: If-Modified-Since is ignored (RFC 7232 3.3).
+            (Some(true), _) => Ok(()),
+            // Only If-Modified-Since, and nothing changed.
+            (None, Some(false)) => Err(not_modified),
+            (None, _) => Ok(()),
+        }
+    }
+}
+
+/// Whether `etag` is in a comma-separated If-Match / If-None-Match list
+/// (`*` matches any existing object).
+fn etag_in(list: &str, etag: &str) -> bool {
+    list.split(',')
+        .map(str::trim)
+        .any(|candidate| candidate == "*" || unquote_etag(candidate) == etag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ETAG: &str = "abc";
+    /// Last-Modified: second 1000 (plus 500 ms).
+    const LM_MS: i64 = 1_000_500;
+
+    fn c(im: Option<&str>, inm: Option<&str>, ims: Option<i64>, ius: Option<i64>) -> Conditions {
+        Conditions {
+            if_match: im.map(str::to_string),
+            if_none_match: inm.map(str::to_string),
+            if_modified_since: ims,
+            if_unmodified_since: ius,
+        }
+    }
+
+    fn eval(cond: Conditions) -> &'static str {
+        match cond.evaluate(ETAG, LM_MS, false) {
+            Ok(()) => "200",
+            Err(S3Error::NotModified) => "304",
+            Err(S3Error::PreconditionFailed) => "412",
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn decision_table() {
+        let before = Some(999);
+        let at = Some(1000);
+        let cases = [
+            (c(None, None, None, None), "200"),
+            (c(Some("\"abc\""), None, None, None), "200"),
+            (c(Some("abc"), None, None, None), "200"),
+            (c(Some("*"), None, None, None), "200"),
+            (c(Some("\"x\", \"abc\""), None, None, None), "200"),
+            (c(Some("\"x\""), None, None, None), "412"),
+            (c(None, None, None, at), "200"),
+            (c(None, None, None, before), "412"),
+            // If-Match true + If-Unmodified-Since false: 200 (S3 doc).
+            (c(Some("\"abc\""), None, None, before), "200"),
+            (c(Some("\"x\""), None, None, at), "412"),
+            (c(None, Some("\"abc\""), None, None), "304"),
+            (c(None, Some("*"), None, None), "304"),
+            (c(None, Some("\"x\""), None, None), "200"),
+            (c(None, None, at, None), "304"),
+            (c(None, None, before, None), "200"),
+            // If-None-Match false + If-Modified-Since true: 304 (S3 doc).
+            (c(None, Some("\"abc\""), before, None), "304"),
+            // If-None-Match true: If-Modified-Since ignored.
+            (c(None, Some("\"x\""), at, None), "200"),
+            // 412 wins over 304.
+            (c(Some("\"x\""), Some("\"abc\""), None, None), "412"),
+            (c(None, Some("\"abc\""), None, before), "412"),
+        ];
+        for (cond, want) in cases {
+            assert_eq!(eval(cond.clone()), want, "{cond:?}");
+        }
+    }
+
+    #[test]
+    fn copy_source_conditions_fail_with_412() {
+        let cond = c(None, Some("\"abc\""), None, None);
+        assert!(matches!(
+            cond.evaluate(ETAG, LM_MS, true),
+            Err(S3Error::PreconditionFailed)
+        ));
+    }
+
+    #[test]
+    fn reads_headers_with_prefix_and_ignores_bad_dates() {
+        let mut h = HeaderMap::new();
+        h.insert("x-amz-copy-source-if-match", "\"abc\"".parse().unwrap());
+        h.insert(
+            "x-amz-copy-source-if-modified-since",
+            "Thu, 01 Jan 1970 00:16:40 GMT".parse().unwrap(),
+        );
+        h.insert("if-unmodified-since", "yesterday".parse().unwrap());
+        let cond = Conditions::from_headers(&h, "x-amz-copy-source-");
+        assert_eq!(cond.if_match.as_deref(), Some("\"abc\""));
+        assert_eq!(cond.if_modified_since, Some(1000));
+        assert!(Conditions::from_headers(&h, "").is_empty());
+    }
+}

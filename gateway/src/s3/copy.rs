@@ -1,0 +1,233 @@
+//! CopyObject (the copy names the source's blocks: no byte moves; meta
+//! counts the references) and UploadPartCopy (a byte range of the source
+//! streamed into new blocks).
+
+use futures::StreamExt;
+use godwit_common::types::{NewObject, ObjectRead, NULL_VERSION_ID};
+use http::StatusCode;
+use percent_encoding::percent_decode_str;
+
+use super::conditions::Conditions;
+use super::headers::{content_headers, user_meta};
+use super::multipart::commit_part;
+use super::range::parse_copy_range;
+use super::router::Query;
+use super::{check_key, set_header, version_header, xml_response, ApiResult, Ctx};
+use crate::blocks::{read_range, write_stream};
+use crate::body::checksum::algo_from_name;
+use crate::error::{into_io, S3Error};
+use crate::xml::responses::{CopyResult, Ns};
+use crate::xml::{iso8601_ms, quote_etag, render};
+use crate::MAX_PUT_SIZE;
+
+/// The largest source CopyObject accepts (S3's limit; larger objects are
+/// copied with UploadPartCopy).
+pub const MAX_COPY_SOURCE: u64 = 5 * 1024 * 1024 * 1024;
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct CopySource {
+    pub bucket: String,
+    pub key: String,
+    pub version_id: Option<String>,
+}
+
+/// `x-amz-copy-source: [/]bucket/key[?versionId=v]`, URL-encoded.
+pub fn parse_copy_source(raw: &str) -> Result<CopySource, S3Error> {
+    let (path, query) = match raw.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (raw, None),
+    };
+    let decoded = percent_decode_str(path.trim().trim_start_matches('/'))
+        .decode_utf8()
+        .map_err(|_| S3Error::InvalidArgument("Invalid copy source encoding".into()))?;
+    let (bucket, key) = decoded
+        .split_once('/')
+        .filter(|(b, k)| !b.is_empty() && !k.is_empty())
+        .ok_or_else(|| {
+            S3Error::InvalidArgument(
+                "Copy Source must mention the source bucket and key: sourcebucket/sourcekey".into(),
+            )
+        })?;
+    let version_id = Query::parse(query).get("versionId").map(str::to_string);
+    if version_id.as_deref() == Some("") {
+        return Err(S3Error::InvalidArgument(
+            "Version id cannot be the empty string".into(),
+        ));
+    }
+    Ok(CopySource {
+        bucket: bucket.to_string(),
+        key: key.to_string(),
+        version_id,
+    })
+}
+
+/// Reads the source version named by `x-amz-copy-source` and checks the
+/// `x-amz-copy-source-if-*` conditions.
+async fn load_source(ctx: &Ctx) -> Result<(CopySource, ObjectRead), S3Error> {
+    let raw = ctx.header("x-amz-copy-source").unwrap_or_default();
+    let src = parse_copy_source(raw)?;
+    let obj = ctx
+        .gw
+        .meta
+        .get_object(&src.bucket, &src.key, src.version_id.as_deref())
+        .await?;
+    if obj.version.is_delete_marker {
+        return Err(if src.version_id.is_some() {
+            S3Error::InvalidRequest("The source of a copy request may not specifically refer to a delete marker by version id.".into())
+        } else {
+            S3Error::NoSuchKey
+        });
+    }
+    Conditions::from_headers(ctx.headers(), "x-amz-copy-source-").evaluate(
+        &obj.version.etag,
+        obj.version.last_modified_ms,
+        true,
+    )?;
+    Ok((src, obj))
+}
+
+fn copy_source_version_header(headers: &mut http::HeaderMap, version_id: &str) {
+    if version_id != NULL_VERSION_ID {
+        set_header(headers, "x-amz-copy-source-version-id", version_id);
+    }
+}
+
+pub async fn copy_object(ctx: &Ctx) -> ApiResult {
+    check_key(ctx.key())?;
+    let replace = match ctx.header("x-amz-metadata-directive").map(str::trim) {
+        None => false,
+        Some(d) if d.eq_ignore_ascii_case("COPY") => false,
+        Some(d) if d.eq_ignore_ascii_case("REPLACE") => true,
+        Some(_) => {
+            return Err(S3Error::InvalidArgument("Unknown metadata directive.".into()).into())
+        }
+    };
+    let (src, obj) = load_source(ctx).await?;
+    if src.bucket == ctx.bucket() && src.key == ctx.key() && src.version_id.is_none() && !replace {
+        return Err(S3Error::InvalidRequest(
+            "This copy request is illegal because it is trying to copy an object to itself without changing the \
+             object's metadata, storage class, website redirect location or encryption attributes."
+                .into(),
+        )
+        .into());
+    }
+    let v = obj.version;
+    if v.size > MAX_COPY_SOURCE {
+        return Err(S3Error::InvalidRequest(format!(
+            "The specified copy source is larger than the maximum allowable size for a copy source: {MAX_COPY_SOURCE}"
+        ))
+        .into());
+    }
+    let (headers, user_meta) = if replace {
+        (content_headers(ctx.headers()), user_meta(ctx.headers())?)
+    } else {
+        (v.headers.clone(), v.user_meta.clone())
+    };
+    let version = ctx
+        .gw
+        .meta
+        .put_object(NewObject {
+            bucket: ctx.bucket().to_string(),
+            key: ctx.key().to_string(),
+            size: v.size,
+            etag: v.etag.clone(),
+            headers,
+            user_meta,
+            checksums: v.checksums.clone(),
+            data: v.data.clone(),
+            parts: v.parts.clone(),
+            tags: v.tags.clone(),
+            owner: ctx.owner().to_string(),
+        })
+        .await?;
+    let doc = CopyResult {
+        xmlns: Ns::default(),
+        etag: quote_etag(&version.etag),
+        last_modified: iso8601_ms(version.last_modified_ms),
+        checksums: (&version.checksums).into(),
+    };
+    let mut resp = xml_response(StatusCode::OK, render("CopyObjectResult", &doc)?);
+    version_header(resp.headers_mut(), &version.version_id);
+    copy_source_version_header(resp.headers_mut(), &v.version_id);
+    Ok(resp)
+}
+
+pub async fn upload_part_copy(ctx: &Ctx, part_number: u32, upload_id: &str) -> ApiResult {
+    let upload = ctx
+        .gw
+        .meta
+        .get_upload(ctx.bucket(), ctx.key(), upload_id)
+        .await?;
+    let (_, obj) = load_source(ctx).await?;
+    let size = obj.version.size;
+    let (start, end) = match ctx.header("x-amz-copy-source-range") {
+        Some(r) => parse_copy_range(r, size)?,
+        None => (0, size),
+    };
+    if end - start > MAX_PUT_SIZE {
+        return Err(S3Error::EntityTooLarge.into());
+    }
+    let algos: Vec<_> = upload
+        .checksum_algorithm
+        .as_deref()
+        .and_then(algo_from_name)
+        .into_iter()
+        .collect();
+    // Source read failures are ours, not the client's.
+    let stream = read_range(ctx.gw.blocks.clone(), &obj, start, end)
+        .map(|r| {
+            r.map_err(|e| into_io(S3Error::InternalError(format!("reading copy source: {e}"))))
+        })
+        .boxed();
+    let target = ctx.gw.write_target(false, MAX_PUT_SIZE);
+    let written = write_stream(&target, stream, Some(end - start), &algos).await?;
+    if written.size != end - start {
+        return Err(S3Error::InternalError("copy source ended early".into()).into());
+    }
+    let part = commit_part(ctx, upload_id, part_number, written).await?;
+    let doc = CopyResult {
+        xmlns: Ns::default(),
+        etag: quote_etag(&part.etag),
+        last_modified: iso8601_ms(part.last_modified_ms),
+        checksums: (&part.checksums).into(),
+    };
+    let mut resp = xml_response(StatusCode::OK, render("CopyPartResult", &doc)?);
+    copy_source_version_header(resp.headers_mut(), &obj.version.version_id);
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_source_forms() {
+        assert_eq!(
+            parse_copy_source("bkt/a/b.txt").unwrap(),
+            CopySource {
+                bucket: "bkt".into(),
+                key: "a/b.txt".into(),
+                version_id: None
+            }
+        );
+        assert_eq!(
+            parse_copy_source("/bkt/sp%20ace%3Fq+plus?versionId=v%2B1").unwrap(),
+            CopySource {
+                bucket: "bkt".into(),
+                key: "sp ace?q+plus".into(),
+                version_id: Some("v+1".into())
+            }
+        );
+    }
+
+    #[test]
+    fn copy_source_errors() {
+        for raw in ["bkt", "bkt/", "/key-only", "", "bkt/%FF"] {
+            assert!(
+                matches!(parse_copy_source(raw), Err(S3Error::InvalidArgument(_))),
+                "{raw}"
+            );
+        }
+        assert!(parse_copy_source("bkt/k?versionId=").is_err());
+    }
+}

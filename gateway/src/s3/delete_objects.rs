@@ -1,0 +1,85 @@
+//! DeleteObjects (`POST /bucket?delete`): up to 1000 keys, each deleted on
+//! its own; failures are reported per key, not for the request.
+
+use axum::body::Body;
+use futures::StreamExt;
+use http::StatusCode;
+
+use super::{read_small_body, xml_response, ApiResult, Ctx, MAX_XML_BODY};
+use crate::error::S3Error;
+use crate::xml::render;
+use crate::xml::requests::{parse_delete, DeleteObjectId};
+use crate::xml::responses::{DeleteError, DeleteResult, Deleted};
+
+/// Deletes in flight at once (each is one Raft write).
+const PARALLEL_DELETES: usize = 16;
+
+enum Outcome {
+    Deleted(Deleted),
+    Failed(DeleteError),
+}
+
+async fn delete_one(ctx: &Ctx, obj: DeleteObjectId) -> Outcome {
+    let result = ctx
+        .gw
+        .meta
+        .delete_object(ctx.bucket(), &obj.key, obj.version_id.as_deref())
+        .await;
+    match result {
+        Ok(out) => {
+            // A marker created (or removed) is reported as such; the
+            // version id then names the marker.
+            let (marker, marker_id) = if out.delete_marker {
+                (Some(true), out.version_id.clone())
+            } else {
+                (None, None)
+            };
+            Outcome::Deleted(Deleted {
+                key: obj.key,
+                version_id: obj.version_id,
+                delete_marker: marker,
+                delete_marker_version_id: marker_id,
+            })
+        }
+        Err(e) => {
+            let err = S3Error::from(e);
+            Outcome::Failed(DeleteError {
+                key: obj.key,
+                version_id: obj.version_id,
+                code: err.code().to_string(),
+                message: err.to_string(),
+            })
+        }
+    }
+}
+
+pub async fn delete_objects(ctx: &Ctx, body: Body) -> ApiResult {
+    let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
+    // S3 insists on an integrity check of this body (and `read_small_body`
+    // has verified whichever was sent).
+    let e = &body.expected;
+    if e.md5.is_none() && e.checksums.is_empty() && e.trailer.is_empty() {
+        return Err(S3Error::InvalidRequest(
+            "Missing required header for this request: Content-MD5".into(),
+        )
+        .into());
+    }
+    let req = parse_delete(&body.bytes)?;
+    // The bucket must exist even if every key is absent.
+    ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+
+    let outcomes: Vec<Outcome> = futures::stream::iter(req.objects)
+        .map(|obj| delete_one(ctx, obj))
+        .buffered(PARALLEL_DELETES)
+        .collect()
+        .await;
+    let mut doc = DeleteResult::default();
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Deleted(d) if !req.quiet => doc.deleted.push(d),
+            Outcome::Deleted(_) => {}
+            Outcome::Failed(f) => doc.errors.push(f),
+        }
+    }
+    Ok(xml_response(StatusCode::OK, render("DeleteResult", &doc)?))
+}

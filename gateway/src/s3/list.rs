@@ -1,0 +1,348 @@
+//! ListObjects (v1), ListObjectsV2 and ListObjectVersions.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use godwit_common::types::{
+    ListObjectsPage, ListObjectsQuery, ListVersionsPage, ListVersionsQuery, ObjectVersion,
+};
+use http::StatusCode;
+
+use super::router::Query;
+use super::{xml_response, ApiResult, Ctx};
+use crate::body::checksum::{get_checksum, Algo};
+use crate::error::S3Error;
+use crate::xml::responses::*;
+use crate::xml::{iso8601_ms, quote_etag, render, url_encode};
+
+/// Default and largest page of a listing.
+pub const MAX_KEYS: usize = 1000;
+
+/// `max-keys` (also `max-uploads`, `max-parts`): a non-negative integer,
+/// capped at 1000.
+pub fn parse_max(query: &Query, name: &str) -> Result<usize, S3Error> {
+    match query.get(name) {
+        None => Ok(MAX_KEYS),
+        Some(raw) => raw
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(|n| (n as usize).min(MAX_KEYS))
+            .ok_or_else(|| {
+                S3Error::InvalidArgument(format!(
+                    "Provided {name} not an integer or within integer range"
+                ))
+            }),
+    }
+}
+
+/// `encoding-type`: only `url` exists.
+pub fn parse_encoding(query: &Query) -> Result<bool, S3Error> {
+    match query.get("encoding-type") {
+        None => Ok(false),
+        Some(e) if e.eq_ignore_ascii_case("url") => Ok(true),
+        Some(_) => Err(S3Error::InvalidArgument(
+            "Invalid Encoding Method specified in Request".into(),
+        )),
+    }
+}
+
+/// Applies `encoding-type=url` to a key or prefix in a response.
+pub struct Enc(pub bool);
+
+impl Enc {
+    pub fn s(&self, s: &str) -> String {
+        if self.0 {
+            url_encode(s)
+        } else {
+            s.to_string()
+        }
+    }
+
+    pub fn opt(&self, s: Option<&str>) -> Option<String> {
+        s.map(|s| self.s(s))
+    }
+
+    pub fn prefixes(&self, prefixes: &[String]) -> Vec<CommonPrefix> {
+        prefixes
+            .iter()
+            .map(|p| CommonPrefix { prefix: self.s(p) })
+            .collect()
+    }
+
+    pub fn name(&self) -> Option<String> {
+        self.0.then(|| "url".to_string())
+    }
+}
+
+/// V2 continuation tokens are opaque to clients: base64 of the last key
+/// or common prefix returned.
+pub fn encode_token(last: &str) -> String {
+    B64.encode(last.as_bytes())
+}
+
+pub fn decode_token(token: &str) -> Result<String, S3Error> {
+    B64.decode(token.trim())
+        .ok()
+        .and_then(|raw| String::from_utf8(raw).ok())
+        .ok_or_else(|| {
+            S3Error::InvalidArgument("The continuation token provided is incorrect".into())
+        })
+}
+
+/// The `ChecksumAlgorithm` elements of a listed object.
+fn algorithms(v: &ObjectVersion) -> Vec<String> {
+    Algo::ALL
+        .iter()
+        .filter(|a| get_checksum(&v.checksums, **a).is_some())
+        .map(|a| a.name().to_string())
+        .collect()
+}
+
+fn entry(v: &ObjectVersion, enc: &Enc, owner: bool) -> ObjectEntry {
+    ObjectEntry {
+        key: enc.s(&v.key),
+        last_modified: iso8601_ms(v.last_modified_ms),
+        etag: quote_etag(&v.etag),
+        checksum_algorithm: algorithms(v),
+        size: v.size,
+        storage_class: "STANDARD",
+        owner: owner.then(|| Owner::new(&v.owner)),
+    }
+}
+
+fn non_empty(s: Option<&str>) -> Option<String> {
+    s.filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+async fn fetch(
+    ctx: &Ctx,
+    prefix: &str,
+    delimiter: Option<String>,
+    start_after: Option<String>,
+    max_keys: usize,
+) -> Result<ListObjectsPage, S3Error> {
+    if max_keys == 0 {
+        ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+        return Ok(ListObjectsPage::default());
+    }
+    let q = ListObjectsQuery {
+        bucket: ctx.bucket().to_string(),
+        prefix: prefix.to_string(),
+        delimiter,
+        start_after,
+        max_keys,
+    };
+    Ok(ctx.gw.meta.list_objects(q).await?)
+}
+
+pub async fn list_objects_v2(ctx: &Ctx) -> ApiResult {
+    let q = &ctx.query;
+    let max_keys = parse_max(q, "max-keys")?;
+    let enc = Enc(parse_encoding(q)?);
+    let prefix = q.get("prefix").unwrap_or_default();
+    let delimiter = non_empty(q.get("delimiter"));
+    let token = q.get("continuation-token");
+    let start_after = non_empty(q.get("start-after"));
+    let fetch_owner = q
+        .get("fetch-owner")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let from = match token {
+        Some(t) => Some(decode_token(t)?),
+        None => start_after.clone(),
+    };
+    let page = fetch(ctx, prefix, delimiter.clone(), from, max_keys).await?;
+    let doc = v2_result(
+        ctx.bucket(),
+        prefix,
+        delimiter,
+        token,
+        start_after,
+        max_keys,
+        fetch_owner,
+        &enc,
+        page,
+    );
+    Ok(xml_response(
+        StatusCode::OK,
+        render("ListBucketResult", &doc)?,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn v2_result(
+    bucket: &str,
+    prefix: &str,
+    delimiter: Option<String>,
+    token: Option<&str>,
+    start_after: Option<String>,
+    max_keys: usize,
+    fetch_owner: bool,
+    enc: &Enc,
+    page: ListObjectsPage,
+) -> ListBucketResult {
+    let contents: Vec<ObjectEntry> = page
+        .objects
+        .iter()
+        .map(|v| entry(v, enc, fetch_owner))
+        .collect();
+    let common_prefixes = enc.prefixes(&page.common_prefixes);
+    ListBucketResult {
+        name: bucket.to_string(),
+        prefix: enc.s(prefix),
+        continuation_token: token.map(str::to_string),
+        next_continuation_token: page
+            .is_truncated
+            .then(|| page.next_marker.as_deref().map(encode_token))
+            .flatten(),
+        start_after: enc.opt(start_after.as_deref()),
+        key_count: Some(contents.len() + common_prefixes.len()),
+        max_keys,
+        delimiter: enc.opt(delimiter.as_deref()),
+        encoding_type: enc.name(),
+        is_truncated: page.is_truncated,
+        contents,
+        common_prefixes,
+        ..Default::default()
+    }
+}
+
+pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
+    let q = &ctx.query;
+    let max_keys = parse_max(q, "max-keys")?;
+    let enc = Enc(parse_encoding(q)?);
+    let prefix = q.get("prefix").unwrap_or_default();
+    let delimiter = non_empty(q.get("delimiter"));
+    let marker = non_empty(q.get("marker"));
+    let page = fetch(ctx, prefix, delimiter.clone(), marker.clone(), max_keys).await?;
+    let doc = ListBucketResult {
+        name: ctx.bucket().to_string(),
+        prefix: enc.s(prefix),
+        marker: Some(enc.s(marker.as_deref().unwrap_or_default())),
+        next_marker: page
+            .is_truncated
+            .then(|| enc.opt(page.next_marker.as_deref()))
+            .flatten(),
+        max_keys,
+        delimiter: enc.opt(delimiter.as_deref()),
+        encoding_type: enc.name(),
+        is_truncated: page.is_truncated,
+        contents: page.objects.iter().map(|v| entry(v, &enc, true)).collect(),
+        common_prefixes: enc.prefixes(&page.common_prefixes),
+        ..Default::default()
+    };
+    Ok(xml_response(
+        StatusCode::OK,
+        render("ListBucketResult", &doc)?,
+    ))
+}
+
+pub async fn list_versions(ctx: &Ctx) -> ApiResult {
+    let q = &ctx.query;
+    let max_keys = parse_max(q, "max-keys")?;
+    let enc = Enc(parse_encoding(q)?);
+    let prefix = q.get("prefix").unwrap_or_default();
+    let delimiter = non_empty(q.get("delimiter"));
+    let key_marker = non_empty(q.get("key-marker"));
+    let version_id_marker = non_empty(q.get("version-id-marker"));
+    if version_id_marker.is_some() && key_marker.is_none() {
+        return Err(S3Error::InvalidArgument(
+            "A version-id marker cannot be specified without a key marker.".into(),
+        )
+        .into());
+    }
+    let page = if max_keys == 0 {
+        ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+        ListVersionsPage::default()
+    } else {
+        ctx.gw
+            .meta
+            .list_versions(ListVersionsQuery {
+                bucket: ctx.bucket().to_string(),
+                prefix: prefix.to_string(),
+                delimiter: delimiter.clone(),
+                key_marker: key_marker.clone(),
+                version_id_marker: version_id_marker.clone(),
+                max_keys,
+            })
+            .await?
+    };
+    let doc = versions_result(
+        ctx.bucket(),
+        prefix,
+        delimiter,
+        key_marker,
+        version_id_marker,
+        max_keys,
+        &enc,
+        page,
+    );
+    Ok(xml_response(
+        StatusCode::OK,
+        render("ListVersionsResult", &doc)?,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn versions_result(
+    bucket: &str,
+    prefix: &str,
+    delimiter: Option<String>,
+    key_marker: Option<String>,
+    version_id_marker: Option<String>,
+    max_keys: usize,
+    enc: &Enc,
+    page: ListVersionsPage,
+) -> ListVersionsResult {
+    let mut versions = Vec::new();
+    let mut delete_markers = Vec::new();
+    for v in &page.versions {
+        if v.is_delete_marker {
+            delete_markers.push(DeleteMarkerEntry {
+                key: enc.s(&v.key),
+                version_id: v.version_id.clone(),
+                is_latest: v.is_latest,
+                last_modified: iso8601_ms(v.last_modified_ms),
+                owner: Owner::new(&v.owner),
+            });
+        } else {
+            versions.push(VersionEntry {
+                key: enc.s(&v.key),
+                version_id: v.version_id.clone(),
+                is_latest: v.is_latest,
+                last_modified: iso8601_ms(v.last_modified_ms),
+                etag: quote_etag(&v.etag),
+                checksum_algorithm: algorithms(v),
+                size: v.size,
+                storage_class: "STANDARD",
+                owner: Owner::new(&v.owner),
+            });
+        }
+    }
+    ListVersionsResult {
+        name: bucket.to_string(),
+        prefix: enc.s(prefix),
+        key_marker: enc.s(key_marker.as_deref().unwrap_or_default()),
+        version_id_marker: version_id_marker.unwrap_or_default(),
+        next_key_marker: page
+            .is_truncated
+            .then(|| enc.opt(page.next_key_marker.as_deref()))
+            .flatten(),
+        next_version_id_marker: page
+            .is_truncated
+            .then_some(page.next_version_id_marker)
+            .flatten(),
+        max_keys,
+        delimiter: enc.opt(delimiter.as_deref()),
+        encoding_type: enc.name(),
+        is_truncated: page.is_truncated,
+        versions,
+        delete_markers,
+        common_prefixes: enc.prefixes(&page.common_prefixes),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+#[path = "list_tests.rs"]
+mod tests;

@@ -1,0 +1,186 @@
+//! Listing parameters and the XML of listing results.
+
+use super::*;
+use godwit_common::types::{Checksums, ObjectData};
+
+fn obj(key: &str, version_id: &str, latest: bool, marker: bool) -> ObjectVersion {
+    ObjectVersion {
+        bucket: "bkt".into(),
+        key: key.into(),
+        version_id: version_id.into(),
+        is_delete_marker: marker,
+        is_latest: latest,
+        last_modified_ms: 1_796_011_200_000,
+        size: if marker { 0 } else { 3 },
+        etag: "acbd18db4cc2f85cedef654fccc4a4d8".into(),
+        headers: Default::default(),
+        user_meta: Default::default(),
+        checksums: Checksums {
+            crc32: (!marker).then(|| "jHNlIQ==".into()),
+            ..Default::default()
+        },
+        data: ObjectData::Inline(vec![]),
+        parts: vec![],
+        tags: Default::default(),
+        owner: "AK".into(),
+    }
+}
+
+#[test]
+fn max_keys_defaults_caps_and_rejects() {
+    assert_eq!(parse_max(&Query::parse(None), "max-keys").unwrap(), 1000);
+    assert_eq!(
+        parse_max(&Query::parse(Some("max-keys=5000")), "max-keys").unwrap(),
+        1000
+    );
+    assert_eq!(
+        parse_max(&Query::parse(Some("max-keys=0")), "max-keys").unwrap(),
+        0
+    );
+    assert_eq!(
+        parse_max(&Query::parse(Some("max-keys=7")), "max-keys").unwrap(),
+        7
+    );
+    for bad in ["max-keys=-1", "max-keys=abc", "max-keys="] {
+        assert!(
+            matches!(
+                parse_max(&Query::parse(Some(bad)), "max-keys"),
+                Err(S3Error::InvalidArgument(_))
+            ),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn encoding_type_is_url_or_nothing() {
+    assert!(!parse_encoding(&Query::parse(None)).unwrap());
+    assert!(parse_encoding(&Query::parse(Some("encoding-type=url"))).unwrap());
+    assert!(parse_encoding(&Query::parse(Some("encoding-type=base64"))).is_err());
+}
+
+#[test]
+fn continuation_tokens_round_trip() {
+    for key in ["a", "dir/sub/key with space", "ключ"] {
+        assert_eq!(decode_token(&encode_token(key)).unwrap(), key);
+    }
+    assert!(
+        matches!(decode_token("***"), Err(S3Error::InvalidArgument(m)) if m.contains("continuation token"))
+    );
+}
+
+#[test]
+fn v2_result_xml_matches_s3() {
+    let page = ListObjectsPage {
+        objects: vec![obj("a b+c", "null", true, false)],
+        common_prefixes: vec!["dir/".into()],
+        is_truncated: true,
+        next_marker: Some("dir/".into()),
+    };
+    let doc = v2_result(
+        "bkt",
+        "",
+        Some("/".into()),
+        None,
+        None,
+        2,
+        false,
+        &Enc(true),
+        page,
+    );
+    let xml = render("ListBucketResult", &doc).unwrap();
+    let expected = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+         <Name>bkt</Name><Prefix></Prefix>\
+         <NextContinuationToken>{}</NextContinuationToken>\
+         <KeyCount>2</KeyCount><MaxKeys>2</MaxKeys><Delimiter>/</Delimiter>\
+         <EncodingType>url</EncodingType><IsTruncated>true</IsTruncated>\
+         <Contents><Key>a%20b%2Bc</Key><LastModified>2026-11-30T04:00:00.000Z</LastModified>\
+         <ETag>\"acbd18db4cc2f85cedef654fccc4a4d8\"</ETag><ChecksumAlgorithm>CRC32</ChecksumAlgorithm>\
+         <Size>3</Size><StorageClass>STANDARD</StorageClass></Contents>\
+         <CommonPrefixes><Prefix>dir/</Prefix></CommonPrefixes>\
+         </ListBucketResult>",
+        encode_token("dir/")
+    );
+    assert_eq!(normalize(&xml), normalize(&expected));
+}
+
+#[test]
+fn v2_result_echoes_token_start_after_and_owner() {
+    let page = ListObjectsPage {
+        objects: vec![obj("k", "null", true, false)],
+        ..Default::default()
+    };
+    let doc = v2_result(
+        "bkt",
+        "p",
+        None,
+        Some("tok"),
+        Some("s".into()),
+        1000,
+        true,
+        &Enc(false),
+        page,
+    );
+    let xml = render("ListBucketResult", &doc).unwrap();
+    assert!(
+        xml.contains("<ContinuationToken>tok</ContinuationToken>"),
+        "{xml}"
+    );
+    assert!(xml.contains("<StartAfter>s</StartAfter>"), "{xml}");
+    assert!(
+        xml.contains("<Owner><ID>AK</ID><DisplayName>AK</DisplayName></Owner>"),
+        "{xml}"
+    );
+    assert!(xml.contains("<IsTruncated>false</IsTruncated>"), "{xml}");
+    assert!(!xml.contains("NextContinuationToken"), "{xml}");
+    assert!(!xml.contains("EncodingType"), "{xml}");
+    assert!(xml.contains("<KeyCount>1</KeyCount>"), "{xml}");
+}
+
+#[test]
+fn versions_result_separates_delete_markers() {
+    let page = ListVersionsPage {
+        versions: vec![obj("k", "v2", true, true), obj("k", "v1", false, false)],
+        common_prefixes: vec![],
+        is_truncated: true,
+        next_key_marker: Some("k".into()),
+        next_version_id_marker: Some("v1".into()),
+    };
+    let doc = versions_result("bkt", "", None, None, None, 2, &Enc(false), page);
+    let xml = render("ListVersionsResult", &doc).unwrap();
+    let expected = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+        <ListVersionsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+        <Name>bkt</Name><Prefix></Prefix><KeyMarker></KeyMarker><VersionIdMarker></VersionIdMarker>\
+        <NextKeyMarker>k</NextKeyMarker><NextVersionIdMarker>v1</NextVersionIdMarker>\
+        <MaxKeys>2</MaxKeys><IsTruncated>true</IsTruncated>\
+        <Version><Key>k</Key><VersionId>v1</VersionId><IsLatest>false</IsLatest>\
+        <LastModified>2026-11-30T04:00:00.000Z</LastModified><ETag>\"acbd18db4cc2f85cedef654fccc4a4d8\"</ETag>\
+        <ChecksumAlgorithm>CRC32</ChecksumAlgorithm><Size>3</Size><StorageClass>STANDARD</StorageClass>\
+        <Owner><ID>AK</ID><DisplayName>AK</DisplayName></Owner></Version>\
+        <DeleteMarker><Key>k</Key><VersionId>v2</VersionId><IsLatest>true</IsLatest>\
+        <LastModified>2026-11-30T04:00:00.000Z</LastModified>\
+        <Owner><ID>AK</ID><DisplayName>AK</DisplayName></Owner></DeleteMarker>\
+        </ListVersionsResult>";
+    assert_eq!(normalize(&xml), normalize(expected));
+}
+
+/// `<X/>` and `<X></X>` are the same element.
+fn normalize(xml: &str) -> String {
+    let mut out = String::new();
+    let mut rest = xml;
+    while let Some(pos) = rest.find("/>") {
+        let open = rest[..pos].rfind('<').unwrap();
+        let name = rest[open + 1..pos]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        out.push_str(&rest[..pos]);
+        out.push_str(&format!("></{name}>"));
+        rest = &rest[pos + 2..];
+    }
+    out.push_str(rest);
+    out
+}

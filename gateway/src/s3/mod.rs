@@ -1,0 +1,292 @@
+//! The S3 API: routing (`router`), one module per family of operations,
+//! and what they share: the request context, error responses with extra
+//! headers, and small-body reading.
+
+pub mod bucket;
+pub mod conditions;
+pub mod copy;
+pub mod delete_objects;
+pub mod headers;
+pub mod list;
+pub mod multipart;
+pub mod object;
+pub mod range;
+pub mod router;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+
+use crate::auth::AuthOutcome;
+use crate::body::checksum::{expected_from_headers, verify, Expected, Hasher};
+use crate::error::{from_io, S3Error};
+use crate::Gateway;
+use router::{Endpoint, Query};
+
+/// Everything a handler knows about its request besides the body.
+pub struct Ctx {
+    pub gw: Arc<Gateway>,
+    pub parts: http::request::Parts,
+    pub query: Query,
+    pub bucket: Option<String>,
+    pub key: Option<String>,
+    pub auth: AuthOutcome,
+}
+
+impl Ctx {
+    /// The bucket of a bucket or object operation (the router guarantees it).
+    pub fn bucket(&self) -> &str {
+        self.bucket.as_deref().unwrap_or_default()
+    }
+
+    pub fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or_default()
+    }
+
+    pub fn headers(&self) -> &HeaderMap {
+        &self.parts.headers
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.parts.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The owner recorded on what this request creates.
+    pub fn owner(&self) -> &str {
+        &self.auth.access_key_id
+    }
+}
+
+/// An S3 error plus headers that must accompany it (e.g.
+/// `x-amz-delete-marker` on a 404).
+#[derive(Debug)]
+pub struct ApiError {
+    pub err: S3Error,
+    pub headers: HeaderMap,
+}
+
+impl From<S3Error> for ApiError {
+    fn from(err: S3Error) -> Self {
+        ApiError {
+            err,
+            headers: HeaderMap::new(),
+        }
+    }
+}
+
+impl From<godwit_common::MetaError> for ApiError {
+    fn from(e: godwit_common::MetaError) -> Self {
+        S3Error::from(e).into()
+    }
+}
+
+pub type ApiResult = Result<Response, ApiError>;
+
+/// Runs the handler of `ep`.
+pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
+    use Endpoint::*;
+    match ep {
+        ListBuckets => bucket::list_buckets(&ctx).await,
+        CreateBucket => bucket::create_bucket(&ctx, body).await,
+        HeadBucket => bucket::head_bucket(&ctx).await,
+        DeleteBucket => bucket::delete_bucket(&ctx).await,
+        GetBucketLocation => bucket::get_location(&ctx).await,
+        GetBucketVersioning => bucket::get_versioning(&ctx).await,
+        PutBucketVersioning => bucket::put_versioning(&ctx, body).await,
+        GetBucketAcl => bucket::get_bucket_acl(&ctx).await,
+        ListObjects => list::list_objects_v1(&ctx).await,
+        ListObjectsV2 => list::list_objects_v2(&ctx).await,
+        ListObjectVersions => list::list_versions(&ctx).await,
+        ListMultipartUploads => multipart::list_uploads(&ctx).await,
+        DeleteObjects => delete_objects::delete_objects(&ctx, body).await,
+        GetObject => object::get_object(&ctx, false).await,
+        HeadObject => object::get_object(&ctx, true).await,
+        PutObject => object::put_object(&ctx, body).await,
+        CopyObject => copy::copy_object(&ctx).await,
+        DeleteObject => object::delete_object(&ctx).await,
+        GetObjectAcl => object::get_object_acl(&ctx).await,
+        CreateMultipartUpload => multipart::create_upload(&ctx).await,
+        UploadPart {
+            part_number,
+            upload_id,
+        } => multipart::upload_part(&ctx, part_number, &upload_id, body).await,
+        UploadPartCopy {
+            part_number,
+            upload_id,
+        } => copy::upload_part_copy(&ctx, part_number, &upload_id).await,
+        CompleteMultipartUpload { upload_id } => {
+            multipart::complete_upload(&ctx, &upload_id, body).await
+        }
+        AbortMultipartUpload { upload_id } => multipart::abort_upload(&ctx, &upload_id).await,
+        ListParts { upload_id } => multipart::list_parts(&ctx, &upload_id).await,
+
+        // Named so that the surface is visible here; none is offered yet.
+        PutBucketAcl
+        | GetBucketAccelerateConfiguration
+        | PutBucketAccelerateConfiguration
+        | GetBucketAnalyticsConfiguration
+        | PutBucketAnalyticsConfiguration
+        | DeleteBucketAnalyticsConfiguration
+        | ListBucketAnalyticsConfigurations
+        | GetBucketCors
+        | PutBucketCors
+        | DeleteBucketCors
+        | GetBucketEncryption
+        | PutBucketEncryption
+        | DeleteBucketEncryption
+        | GetBucketIntelligentTieringConfiguration
+        | PutBucketIntelligentTieringConfiguration
+        | DeleteBucketIntelligentTieringConfiguration
+        | ListBucketIntelligentTieringConfigurations
+        | GetBucketInventoryConfiguration
+        | PutBucketInventoryConfiguration
+        | DeleteBucketInventoryConfiguration
+        | ListBucketInventoryConfigurations
+        | GetBucketLifecycleConfiguration
+        | PutBucketLifecycleConfiguration
+        | DeleteBucketLifecycle
+        | GetBucketLogging
+        | PutBucketLogging
+        | GetBucketMetricsConfiguration
+        | PutBucketMetricsConfiguration
+        | DeleteBucketMetricsConfiguration
+        | ListBucketMetricsConfigurations
+        | GetBucketNotificationConfiguration
+        | PutBucketNotificationConfiguration
+        | GetBucketOwnershipControls
+        | PutBucketOwnershipControls
+        | DeleteBucketOwnershipControls
+        | GetBucketPolicy
+        | PutBucketPolicy
+        | DeleteBucketPolicy
+        | GetBucketPolicyStatus
+        | GetBucketReplication
+        | PutBucketReplication
+        | DeleteBucketReplication
+        | GetBucketRequestPayment
+        | PutBucketRequestPayment
+        | GetBucketTagging
+        | PutBucketTagging
+        | DeleteBucketTagging
+        | GetBucketWebsite
+        | PutBucketWebsite
+        | DeleteBucketWebsite
+        | GetObjectLockConfiguration
+        | PutObjectLockConfiguration
+        | GetPublicAccessBlock
+        | PutPublicAccessBlock
+        | DeletePublicAccessBlock
+        | PostObject
+        | PutObjectAcl
+        | GetObjectAttributes
+        | GetObjectLegalHold
+        | PutObjectLegalHold
+        | GetObjectRetention
+        | PutObjectRetention
+        | GetObjectTagging
+        | PutObjectTagging
+        | DeleteObjectTagging
+        | GetObjectTorrent
+        | RestoreObject
+        | SelectObjectContent
+        | WriteGetObjectResponse
+        | Options => Err(S3Error::NotImplemented.into()),
+    }
+}
+
+// ---- responses ----
+
+pub fn xml_response(status: StatusCode, xml: String) -> Response {
+    let mut resp = Response::new(Body::from(xml));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/xml"),
+    );
+    resp
+}
+
+pub fn empty_response(status: StatusCode) -> Response {
+    let mut resp = Response::new(Body::empty());
+    *resp.status_mut() = status;
+    resp
+}
+
+/// Sets a header whose value came from stored data; values that are not
+/// valid header text are skipped rather than failing the request.
+pub fn set_header(headers: &mut HeaderMap, name: &str, value: &str) {
+    if let (Ok(n), Ok(v)) = (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_str(value),
+    ) {
+        headers.insert(n, v);
+    }
+}
+
+// ---- request bodies of XML operations ----
+
+/// Largest XML body accepted (DeleteObjects with 1000 long keys fits).
+pub const MAX_XML_BODY: usize = 2 * 1024 * 1024;
+
+/// A small body read whole: decoded (signature, sha256, aws-chunked),
+/// checked against Content-MD5 / `x-amz-checksum-*`, with what the request
+/// announced.
+pub struct SmallBody {
+    pub bytes: Bytes,
+    pub expected: Expected,
+}
+
+pub async fn read_small_body(ctx: &Ctx, body: Body, limit: usize) -> Result<SmallBody, S3Error> {
+    let expected = expected_from_headers(ctx.headers())?;
+    let decoded = crate::body::decode(&ctx.parts, &ctx.auth, body)?;
+    if decoded.decoded_len.is_some_and(|n| n > limit as u64) {
+        return Err(S3Error::InvalidRequest(format!(
+            "The request body is larger than {limit} bytes."
+        )));
+    }
+    let mut hasher = Hasher::new(&expected.compute);
+    let mut buf = BytesMut::new();
+    let mut stream = decoded.stream;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(from_io)?;
+        if buf.len() + chunk.len() > limit {
+            return Err(S3Error::InvalidRequest(format!(
+                "The request body is larger than {limit} bytes."
+            )));
+        }
+        hasher.update(&chunk);
+        buf.extend_from_slice(&chunk);
+    }
+    let trailers = decoded
+        .trailers
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    verify(&expected, &hasher.finish(), trailers.as_ref())?;
+    Ok(SmallBody {
+        bytes: buf.freeze(),
+        expected,
+    })
+}
+
+/// S3's key length limit.
+pub const MAX_KEY_LEN: usize = 1024;
+
+pub fn check_key(key: &str) -> Result<(), S3Error> {
+    if key.len() > MAX_KEY_LEN {
+        return Err(S3Error::KeyTooLongError);
+    }
+    Ok(())
+}
+
+/// The version id header S3 sends: omitted for the "null" version of an
+/// unversioned write.
+pub fn version_header(headers: &mut HeaderMap, version_id: &str) {
+    if version_id != godwit_common::types::NULL_VERSION_ID {
+        set_header(headers, "x-amz-version-id", version_id);
+    }
+}

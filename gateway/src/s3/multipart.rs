@@ -1,0 +1,450 @@
+//! Multipart uploads: CreateMultipartUpload, UploadPart,
+//! CompleteMultipartUpload, AbortMultipartUpload, ListParts,
+//! ListMultipartUploads. (UploadPartCopy lives in `copy`.)
+
+use axum::body::Body;
+use godwit_common::types::{Checksums, CompleteUpload, ListUploadsQuery, NewUpload, PartRecord};
+use http::StatusCode;
+
+use super::headers::{content_headers, user_meta};
+use super::list::{parse_encoding, parse_max, Enc};
+use super::object::write_checksum_headers;
+use super::{
+    check_key, empty_response, read_small_body, set_header, version_header, xml_response,
+    ApiResult, Ctx, MAX_XML_BODY,
+};
+use crate::blocks::{write_stream, Written};
+use crate::body::checksum::{
+    algo_from_name, composite_checksum, expected_from_headers, get_checksum, set_checksum, verify,
+    Algo,
+};
+use crate::error::S3Error;
+use crate::xml::requests::{parse_complete, CompletePart};
+use crate::xml::responses::*;
+use crate::xml::{iso8601_ms, quote_etag, render, unquote_etag, url_encode};
+use crate::MAX_PUT_SIZE;
+
+pub fn now_ms() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp_nanos() as i64 / 1_000_000
+}
+
+/// `x-amz-checksum-algorithm` of CreateMultipartUpload.
+fn upload_algorithm(ctx: &Ctx) -> Result<Option<Algo>, S3Error> {
+    match ctx.header("x-amz-checksum-algorithm") {
+        None => Ok(None),
+        Some(name) => algo_from_name(name).map(Some).ok_or_else(|| {
+            S3Error::InvalidRequest(format!(
+                "Checksum algorithm provided is unsupported: {name}"
+            ))
+        }),
+    }
+}
+
+pub async fn create_upload(ctx: &Ctx) -> ApiResult {
+    check_key(ctx.key())?;
+    let algo = upload_algorithm(ctx)?;
+    let info = ctx
+        .gw
+        .meta
+        .create_upload(NewUpload {
+            bucket: ctx.bucket().to_string(),
+            key: ctx.key().to_string(),
+            headers: content_headers(ctx.headers()),
+            user_meta: user_meta(ctx.headers())?,
+            checksum_algorithm: algo.map(|a| a.name().to_string()),
+            tags: Default::default(),
+            owner: ctx.owner().to_string(),
+        })
+        .await?;
+    let doc = InitiateMultipartUploadResult {
+        xmlns: Ns::default(),
+        bucket: info.bucket,
+        key: info.key,
+        upload_id: info.upload_id,
+    };
+    let mut resp = xml_response(
+        StatusCode::OK,
+        render("InitiateMultipartUploadResult", &doc)?,
+    );
+    if let Some(a) = algo {
+        set_header(resp.headers_mut(), "x-amz-checksum-algorithm", a.name());
+    }
+    Ok(resp)
+}
+
+/// The algorithm an upload was created with, if any.
+fn stored_algorithm(name: Option<&str>) -> Option<Algo> {
+    name.and_then(algo_from_name)
+}
+
+/// Records a part whose bytes are durable, and answers with its ETag and
+/// checksums (UploadPart and UploadPartCopy share it).
+pub async fn commit_part(
+    ctx: &Ctx,
+    upload_id: &str,
+    part_number: u32,
+    written: Written,
+) -> Result<PartRecord, S3Error> {
+    let part = PartRecord {
+        number: part_number,
+        size: written.size,
+        etag: written.digests.md5_hex(),
+        last_modified_ms: now_ms(),
+        checksums: written.digests.checksums.clone(),
+        data: written.data,
+    };
+    ctx.gw
+        .meta
+        .put_part(ctx.bucket(), ctx.key(), upload_id, part.clone())
+        .await?;
+    Ok(part)
+}
+
+pub async fn upload_part(ctx: &Ctx, part_number: u32, upload_id: &str, body: Body) -> ApiResult {
+    // Before any byte moves: the upload must exist.
+    let upload = ctx
+        .gw
+        .meta
+        .get_upload(ctx.bucket(), ctx.key(), upload_id)
+        .await?;
+    let expected = expected_from_headers(ctx.headers())?;
+    let mut algos = expected.compute.clone();
+    // Every part of an upload with an algorithm gets its checksum, so the
+    // composite can be computed at completion.
+    if let Some(a) = stored_algorithm(upload.checksum_algorithm.as_deref()) {
+        if !algos.contains(&a) {
+            algos.push(a);
+        }
+    }
+    let decoded = crate::body::decode(&ctx.parts, &ctx.auth, body)?;
+    if decoded.decoded_len.is_some_and(|n| n > MAX_PUT_SIZE) {
+        return Err(S3Error::EntityTooLarge.into());
+    }
+    // Parts always go to blocks: completion stitches block lists together.
+    let target = ctx.gw.write_target(false, MAX_PUT_SIZE);
+    let written = write_stream(&target, decoded.stream, decoded.decoded_len, &algos).await?;
+    let trailers = decoded
+        .trailers
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    verify(&expected, &written.digests, trailers.as_ref())?;
+    let part = commit_part(ctx, upload_id, part_number, written).await?;
+
+    let mut resp = empty_response(StatusCode::OK);
+    set_header(resp.headers_mut(), "etag", &quote_etag(&part.etag));
+    write_checksum_headers(resp.headers_mut(), &part.checksums);
+    Ok(resp)
+}
+
+/// Every part of an upload, in part order.
+async fn all_parts(ctx: &Ctx, upload_id: &str) -> Result<Vec<PartRecord>, S3Error> {
+    let mut parts = Vec::new();
+    let mut marker = 0;
+    loop {
+        let page = ctx
+            .gw
+            .meta
+            .list_parts(ctx.bucket(), ctx.key(), upload_id, marker, 1000)
+            .await?;
+        parts.extend(page.parts);
+        match (page.is_truncated, page.next_part_number_marker) {
+            (true, Some(next)) if next > marker => marker = next,
+            _ => return Ok(parts),
+        }
+    }
+}
+
+/// The composite checksum of the listed parts (S3's `base64(H(c1..cn))-n`),
+/// checking any checksum the client repeated in the Complete request.
+pub fn composite_of(
+    algo: Algo,
+    listed: &[CompletePart],
+    stored: &[PartRecord],
+) -> Result<Option<String>, S3Error> {
+    let mut values = Vec::with_capacity(listed.len());
+    for p in listed {
+        // A part that was never uploaded is meta's to reject (InvalidPart).
+        let Some(part) = stored.iter().find(|s| s.number == p.part_number) else {
+            return Ok(None);
+        };
+        let Some(value) = get_checksum(&part.checksums, algo) else {
+            return Err(S3Error::InvalidPart(format!(
+                "Part {} has no {} checksum; the upload was created with that algorithm.",
+                p.part_number,
+                algo.name()
+            )));
+        };
+        if let Some(given) = get_checksum(&p.checksums(), algo) {
+            if given.trim() != value {
+                return Err(S3Error::InvalidPart(format!(
+                    "The {} checksum of part {} does not match the uploaded part.",
+                    algo.name(),
+                    p.part_number
+                )));
+            }
+        }
+        values.push(value.clone());
+    }
+    Ok(Some(composite_checksum(algo, &values)))
+}
+
+pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResult {
+    let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
+    let doc = parse_complete(&body.bytes)?;
+    let upload = ctx
+        .gw
+        .meta
+        .get_upload(ctx.bucket(), ctx.key(), upload_id)
+        .await?;
+    let mut checksums = Checksums::default();
+    if let Some(algo) = stored_algorithm(upload.checksum_algorithm.as_deref()) {
+        let stored = all_parts(ctx, upload_id).await?;
+        if let Some(value) = composite_of(algo, &doc.parts, &stored)? {
+            set_checksum(&mut checksums, algo, value);
+        }
+    }
+    let version = ctx
+        .gw
+        .meta
+        .complete_upload(CompleteUpload {
+            bucket: ctx.bucket().to_string(),
+            key: ctx.key().to_string(),
+            upload_id: upload_id.to_string(),
+            parts: doc
+                .parts
+                .iter()
+                .map(|p| (p.part_number, unquote_etag(&p.etag).to_string()))
+                .collect(),
+            checksums,
+        })
+        .await?;
+    let host = ctx.header("host").unwrap_or("localhost");
+    let result = CompleteMultipartUploadResult {
+        xmlns: Ns::default(),
+        location: format!("http://{host}/{}/{}", ctx.bucket(), url_encode(ctx.key())),
+        bucket: ctx.bucket().to_string(),
+        key: ctx.key().to_string(),
+        etag: quote_etag(&version.etag),
+        checksums: (&version.checksums).into(),
+    };
+    let mut resp = xml_response(
+        StatusCode::OK,
+        render("CompleteMultipartUploadResult", &result)?,
+    );
+    version_header(resp.headers_mut(), &version.version_id);
+    Ok(resp)
+}
+
+pub async fn abort_upload(ctx: &Ctx, upload_id: &str) -> ApiResult {
+    ctx.gw
+        .meta
+        .abort_upload(ctx.bucket(), ctx.key(), upload_id)
+        .await?;
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> ApiResult {
+    let max_parts = parse_max(&ctx.query, "max-parts")?;
+    let marker = match ctx.query.get("part-number-marker") {
+        None | Some("") => 0,
+        Some(raw) => raw.trim().parse::<u32>().map_err(|_| {
+            S3Error::InvalidArgument(
+                "Provided part-number-marker not an integer or within integer range".into(),
+            )
+        })?,
+    };
+    let upload = ctx
+        .gw
+        .meta
+        .get_upload(ctx.bucket(), ctx.key(), upload_id)
+        .await?;
+    let page = if max_parts == 0 {
+        Default::default()
+    } else {
+        ctx.gw
+            .meta
+            .list_parts(ctx.bucket(), ctx.key(), upload_id, marker, max_parts)
+            .await?
+    };
+    let owner = Owner::new(if upload.owner.is_empty() {
+        ctx.owner()
+    } else {
+        &upload.owner
+    });
+    let doc = ListPartsResult {
+        xmlns: Ns::default(),
+        bucket: upload.bucket,
+        key: upload.key,
+        upload_id: upload.upload_id,
+        part_number_marker: marker,
+        next_part_number_marker: page
+            .is_truncated
+            .then_some(page.next_part_number_marker)
+            .flatten(),
+        max_parts,
+        is_truncated: page.is_truncated,
+        parts: page
+            .parts
+            .iter()
+            .map(|p| PartEntry {
+                part_number: p.number,
+                last_modified: iso8601_ms(p.last_modified_ms),
+                etag: quote_etag(&p.etag),
+                size: p.size,
+                checksums: (&p.checksums).into(),
+            })
+            .collect(),
+        initiator: owner.clone(),
+        owner,
+        storage_class: "STANDARD",
+        checksum_algorithm: upload.checksum_algorithm,
+    };
+    Ok(xml_response(
+        StatusCode::OK,
+        render("ListPartsResult", &doc)?,
+    ))
+}
+
+pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
+    let q = &ctx.query;
+    let max_uploads = parse_max(q, "max-uploads")?;
+    let enc = Enc(parse_encoding(q)?);
+    let prefix = q.get("prefix").unwrap_or_default().to_string();
+    let delimiter = q
+        .get("delimiter")
+        .filter(|d| !d.is_empty())
+        .map(str::to_string);
+    let key_marker = q
+        .get("key-marker")
+        .filter(|m| !m.is_empty())
+        .map(str::to_string);
+    let upload_id_marker = q
+        .get("upload-id-marker")
+        .filter(|m| !m.is_empty())
+        .map(str::to_string);
+    let page = if max_uploads == 0 {
+        ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+        Default::default()
+    } else {
+        ctx.gw
+            .meta
+            .list_uploads(ListUploadsQuery {
+                bucket: ctx.bucket().to_string(),
+                prefix: prefix.clone(),
+                delimiter: delimiter.clone(),
+                key_marker: key_marker.clone(),
+                upload_id_marker: upload_id_marker.clone(),
+                max_uploads,
+            })
+            .await?
+    };
+    let doc = ListMultipartUploadsResult {
+        bucket: ctx.bucket().to_string(),
+        key_marker: enc.s(key_marker.as_deref().unwrap_or_default()),
+        upload_id_marker: upload_id_marker.unwrap_or_default(),
+        next_key_marker: page
+            .is_truncated
+            .then(|| enc.opt(page.next_key_marker.as_deref()))
+            .flatten(),
+        next_upload_id_marker: page
+            .is_truncated
+            .then_some(page.next_upload_id_marker)
+            .flatten(),
+        prefix: enc.s(&prefix),
+        delimiter: enc.opt(delimiter.as_deref()),
+        max_uploads,
+        encoding_type: enc.name(),
+        is_truncated: page.is_truncated,
+        uploads: page
+            .uploads
+            .iter()
+            .map(|u| UploadEntry {
+                key: enc.s(&u.key),
+                upload_id: u.upload_id.clone(),
+                initiator: Owner::new(&u.owner),
+                owner: Owner::new(&u.owner),
+                storage_class: "STANDARD",
+                initiated: iso8601_ms(u.initiated_ms),
+                checksum_algorithm: u.checksum_algorithm.clone(),
+            })
+            .collect(),
+        common_prefixes: enc.prefixes(&page.common_prefixes),
+        ..Default::default()
+    };
+    Ok(xml_response(
+        StatusCode::OK,
+        render("ListMultipartUploadsResult", &doc)?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use godwit_common::types::ObjectData;
+
+    fn stored(number: u32, crc: Option<&str>) -> PartRecord {
+        PartRecord {
+            number,
+            size: 1,
+            etag: "e".into(),
+            last_modified_ms: 0,
+            checksums: Checksums {
+                crc32: crc.map(str::to_string),
+                ..Default::default()
+            },
+            data: ObjectData::Blocks(vec![]),
+        }
+    }
+
+    fn listed(number: u32, crc: Option<&str>) -> CompletePart {
+        CompletePart {
+            part_number: number,
+            etag: "\"e\"".into(),
+            crc32: crc.map(str::to_string),
+            crc32c: None,
+            crc64nvme: None,
+            sha1: None,
+            sha256: None,
+        }
+    }
+
+    #[test]
+    fn composite_checksum_uses_listed_parts_in_order() {
+        let parts = [
+            stored(1, Some("AAAAAA==")),
+            stored(2, Some("AAAAAQ==")),
+            stored(3, Some("AAAAAg==")),
+        ];
+        let got = composite_of(
+            Algo::Crc32,
+            &[listed(1, None), listed(3, Some("AAAAAg=="))],
+            &parts,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            got,
+            composite_checksum(Algo::Crc32, &["AAAAAA==".into(), "AAAAAg==".into()])
+        );
+        assert!(got.ends_with("-2"), "{got}");
+    }
+
+    #[test]
+    fn composite_checksum_rejects_mismatch_and_missing() {
+        let parts = [stored(1, Some("AAAAAA==")), stored(2, None)];
+        assert!(matches!(
+            composite_of(Algo::Crc32, &[listed(1, Some("AAAAAQ=="))], &parts),
+            Err(S3Error::InvalidPart(_))
+        ));
+        assert!(matches!(
+            composite_of(Algo::Crc32, &[listed(2, None)], &parts),
+            Err(S3Error::InvalidPart(_))
+        ));
+        // Unknown part: left to meta.
+        assert_eq!(
+            composite_of(Algo::Crc32, &[listed(9, None)], &parts).unwrap(),
+            None
+        );
+    }
+}

@@ -1,0 +1,368 @@
+//! PutObject, GetObject, HeadObject, DeleteObject, GetObjectAcl.
+
+use axum::body::Body;
+use axum::response::Response;
+use futures::StreamExt;
+use godwit_common::types::{Checksums, NewObject, ObjectRead, ObjectVersion};
+use http::{HeaderMap, StatusCode};
+
+use super::conditions::Conditions;
+use super::headers::{content_headers, user_meta, write_object_headers};
+use super::range::{content_range, parse_range, resolve};
+use super::router::parse_part_number;
+use super::{
+    check_key, empty_response, set_header, version_header, xml_response, ApiError, ApiResult, Ctx,
+};
+use crate::blocks::{read_range, write_stream};
+use crate::body::checksum::{expected_from_headers, get_checksum, verify, Algo};
+use crate::error::S3Error;
+use crate::xml::responses::AccessControlPolicy;
+use crate::xml::{http_date, quote_etag, render};
+use crate::{metrics, MAX_PUT_SIZE};
+
+/// `x-amz-checksum-*` headers for the stored checksums.
+pub fn write_checksum_headers(out: &mut HeaderMap, checksums: &Checksums) {
+    for algo in Algo::ALL {
+        if let Some(value) = get_checksum(checksums, algo) {
+            set_header(out, algo.header_name(), value);
+        }
+    }
+}
+
+pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
+    let (bucket, key) = (ctx.bucket(), ctx.key());
+    check_key(key)?;
+    let headers = content_headers(ctx.headers());
+    let user_meta = user_meta(ctx.headers())?;
+    let expected = expected_from_headers(ctx.headers())?;
+    let decoded = crate::body::decode(&ctx.parts, &ctx.auth, body)?;
+    if decoded.decoded_len.is_some_and(|n| n > MAX_PUT_SIZE) {
+        return Err(S3Error::EntityTooLarge.into());
+    }
+    // A body headed for datanodes is worth a bucket check first; a small
+    // one is not worth the extra round trip (the commit checks anyway).
+    if decoded
+        .decoded_len
+        .is_none_or(|n| n > ctx.gw.cfg.inline_threshold as u64)
+    {
+        ctx.gw.meta.get_bucket(bucket).await?;
+    }
+
+    let target = ctx.gw.write_target(true, MAX_PUT_SIZE);
+    let written = write_stream(
+        &target,
+        decoded.stream,
+        decoded.decoded_len,
+        &expected.compute,
+    )
+    .await?;
+    let trailers = decoded
+        .trailers
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    verify(&expected, &written.digests, trailers.as_ref())?;
+
+    let etag = written.digests.md5_hex();
+    let version = ctx
+        .gw
+        .meta
+        .put_object(NewObject {
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+            size: written.size,
+            etag: etag.clone(),
+            headers,
+            user_meta,
+            checksums: written.digests.checksums.clone(),
+            data: written.data,
+            parts: vec![],
+            tags: Default::default(),
+            owner: ctx.owner().to_string(),
+        })
+        .await?;
+    let mut resp = empty_response(StatusCode::OK);
+    let out = resp.headers_mut();
+    set_header(out, "etag", &quote_etag(&etag));
+    version_header(out, &version.version_id);
+    write_checksum_headers(out, &written.digests.checksums);
+    Ok(resp)
+}
+
+/// The 404/405 S3 gives for a delete marker, with its headers.
+fn delete_marker_error(v: &ObjectVersion, by_version_id: bool) -> ApiError {
+    let mut headers = HeaderMap::new();
+    set_header(&mut headers, "x-amz-delete-marker", "true");
+    set_header(&mut headers, "x-amz-version-id", &v.version_id);
+    if by_version_id {
+        set_header(
+            &mut headers,
+            "last-modified",
+            &http_date(v.last_modified_ms),
+        );
+        ApiError {
+            err: S3Error::MethodNotAllowed,
+            headers,
+        }
+    } else {
+        ApiError {
+            err: S3Error::NoSuchKey,
+            headers,
+        }
+    }
+}
+
+/// Byte span `[start, end)` of part `n` of `v`, and the parts count to
+/// report (None for an object that was not uploaded in parts).
+pub fn part_span(v: &ObjectVersion, n: u32) -> Result<(u64, u64, Option<usize>), S3Error> {
+    if v.parts.is_empty() {
+        // A simple upload is its own part 1.
+        return if n == 1 {
+            Ok((0, v.size, None))
+        } else {
+            Err(S3Error::InvalidPartNumber)
+        };
+    }
+    let mut offset = 0u64;
+    for p in &v.parts {
+        if p.number == n {
+            return Ok((offset, offset + p.size, Some(v.parts.len())));
+        }
+        offset += p.size;
+    }
+    Err(S3Error::InvalidPartNumber)
+}
+
+/// GetObject, and HeadObject when `head` (same headers, no body).
+pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
+    let version_id = ctx.query.get("versionId");
+    let part_number = ctx
+        .query
+        .get("partNumber")
+        .map(parse_part_number)
+        .transpose()?;
+    let range = ctx.header("range").and_then(parse_range);
+    if part_number.is_some() && ctx.header("range").is_some() {
+        return Err(S3Error::InvalidRequest(
+            "Cannot specify both Range header and partNumber query parameter".into(),
+        )
+        .into());
+    }
+    let obj = ctx
+        .gw
+        .meta
+        .get_object(ctx.bucket(), ctx.key(), version_id)
+        .await?;
+    let v = &obj.version;
+    if v.is_delete_marker {
+        return Err(delete_marker_error(v, version_id.is_some()));
+    }
+
+    match Conditions::from_headers(ctx.headers(), "").evaluate(&v.etag, v.last_modified_ms, false) {
+        Ok(()) => {}
+        Err(S3Error::NotModified) => {
+            let mut resp = empty_response(StatusCode::NOT_MODIFIED);
+            let out = resp.headers_mut();
+            set_header(out, "etag", &quote_etag(&v.etag));
+            set_header(out, "last-modified", &http_date(v.last_modified_ms));
+            version_header(out, &v.version_id);
+            return Ok(resp);
+        }
+        Err(e) => return Err(e.into()),
+    }
+
+    let (start, end, parts_count, partial) = match (part_number, range) {
+        (Some(n), _) => {
+            let (s, e, count) = part_span(v, n)?;
+            (s, e, count, true)
+        }
+        (None, Some(spec)) => match resolve(spec, v.size) {
+            Ok((s, e)) => (s, e, None, true),
+            Err(err) => {
+                let mut headers = HeaderMap::new();
+                set_header(
+                    &mut headers,
+                    "content-range",
+                    &format!("bytes */{}", v.size),
+                );
+                return Err(ApiError { err, headers });
+            }
+        },
+        (None, None) => (0, v.size, None, false),
+    };
+
+    let status = if partial {
+        StatusCode::PARTIAL_CONTENT
+    } else {
+        StatusCode::OK
+    };
+    let mut resp = if head || start == end {
+        empty_response(status)
+    } else {
+        body_response(ctx, &obj, start, end, status)
+    };
+    let out = resp.headers_mut();
+    write_object_headers(out, v, &ctx.query);
+    set_header(out, "content-length", &(end - start).to_string());
+    if partial {
+        set_header(out, "content-range", &content_range(start, end, v.size));
+    }
+    if let Some(count) = parts_count {
+        set_header(out, "x-amz-mp-parts-count", &count.to_string());
+    }
+    // Stored checksums describe the whole object only.
+    if !partial
+        && ctx
+            .header("x-amz-checksum-mode")
+            .is_some_and(|m| m.eq_ignore_ascii_case("ENABLED"))
+    {
+        write_checksum_headers(out, &v.checksums);
+        if !v.checksums.is_empty() {
+            let composite = !v.parts.is_empty()
+                && Algo::ALL
+                    .iter()
+                    .any(|a| get_checksum(&v.checksums, *a).is_some_and(|c| c.contains('-')));
+            set_header(
+                out,
+                "x-amz-checksum-type",
+                if composite {
+                    "COMPOSITE"
+                } else {
+                    "FULL_OBJECT"
+                },
+            );
+        }
+    }
+    Ok(resp)
+}
+
+fn body_response(
+    ctx: &Ctx,
+    obj: &ObjectRead,
+    start: u64,
+    end: u64,
+    status: StatusCode,
+) -> Response {
+    let stream = read_range(ctx.gw.blocks.clone(), obj, start, end).inspect(|chunk| {
+        if let Ok(bytes) = chunk {
+            metrics::s3().bytes_out.inc_by(bytes.len() as u64);
+        }
+    });
+    let mut resp = Response::new(Body::from_stream(stream));
+    *resp.status_mut() = status;
+    resp
+}
+
+pub async fn delete_object(ctx: &Ctx) -> ApiResult {
+    let version_id = ctx.query.get("versionId");
+    let outcome = ctx
+        .gw
+        .meta
+        .delete_object(ctx.bucket(), ctx.key(), version_id)
+        .await?;
+    let mut resp = empty_response(StatusCode::NO_CONTENT);
+    let out = resp.headers_mut();
+    if outcome.delete_marker {
+        set_header(out, "x-amz-delete-marker", "true");
+    }
+    if let Some(v) = &outcome.version_id {
+        // "null" is shown when the client named it or a marker got it.
+        if v != godwit_common::types::NULL_VERSION_ID
+            || outcome.delete_marker
+            || version_id.is_some()
+        {
+            set_header(out, "x-amz-version-id", v);
+        }
+    }
+    Ok(resp)
+}
+
+/// Godwit has no ACLs: the writer has FULL_CONTROL.
+pub async fn get_object_acl(ctx: &Ctx) -> ApiResult {
+    let version_id = ctx.query.get("versionId");
+    let obj = ctx
+        .gw
+        .meta
+        .get_object(ctx.bucket(), ctx.key(), version_id)
+        .await?;
+    if obj.version.is_delete_marker {
+        return Err(delete_marker_error(&obj.version, version_id.is_some()));
+    }
+    let owner = if obj.version.owner.is_empty() {
+        ctx.owner().to_string()
+    } else {
+        obj.version.owner.clone()
+    };
+    let mut resp = xml_response(
+        StatusCode::OK,
+        render(
+            "AccessControlPolicy",
+            &AccessControlPolicy::owner_full_control(&owner),
+        )?,
+    );
+    version_header(resp.headers_mut(), &obj.version.version_id);
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use godwit_common::types::{ObjectData, PartSummary};
+
+    fn version(size: u64, parts: &[(u32, u64)]) -> ObjectVersion {
+        ObjectVersion {
+            bucket: "b".into(),
+            key: "k".into(),
+            version_id: "null".into(),
+            is_delete_marker: false,
+            is_latest: true,
+            last_modified_ms: 0,
+            size,
+            etag: "e".into(),
+            headers: Default::default(),
+            user_meta: Default::default(),
+            checksums: Default::default(),
+            data: ObjectData::Inline(vec![]),
+            parts: parts
+                .iter()
+                .map(|&(number, size)| PartSummary {
+                    number,
+                    size,
+                    etag: "p".into(),
+                    checksums: Default::default(),
+                })
+                .collect(),
+            tags: Default::default(),
+            owner: String::new(),
+        }
+    }
+
+    #[test]
+    fn part_spans_follow_part_sizes() {
+        let v = version(25, &[(1, 10), (2, 10), (3, 5)]);
+        assert_eq!(part_span(&v, 1).unwrap(), (0, 10, Some(3)));
+        assert_eq!(part_span(&v, 3).unwrap(), (20, 25, Some(3)));
+        assert!(matches!(part_span(&v, 4), Err(S3Error::InvalidPartNumber)));
+    }
+
+    #[test]
+    fn simple_object_is_its_own_part_one() {
+        let v = version(7, &[]);
+        assert_eq!(part_span(&v, 1).unwrap(), (0, 7, None));
+        assert!(matches!(part_span(&v, 2), Err(S3Error::InvalidPartNumber)));
+    }
+
+    #[test]
+    fn delete_marker_errors() {
+        let mut v = version(0, &[]);
+        v.is_delete_marker = true;
+        v.version_id = "v1".into();
+        let e = delete_marker_error(&v, false);
+        assert!(matches!(e.err, S3Error::NoSuchKey));
+        assert_eq!(e.headers["x-amz-delete-marker"], "true");
+        assert_eq!(e.headers["x-amz-version-id"], "v1");
+        let e = delete_marker_error(&v, true);
+        assert!(matches!(e.err, S3Error::MethodNotAllowed));
+        assert!(e.headers.contains_key("last-modified"));
+    }
+}

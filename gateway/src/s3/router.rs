@@ -1,0 +1,481 @@
+//! The whole S3 API surface in one enum, parsed from method + path + query
+//! (+ `x-amz-copy-source`), after Garage's `api/s3/router.rs`. Operations
+//! Godwit does not offer are variants too: the dispatcher answers them with
+//! an explicit NotImplemented.
+
+use http::{HeaderMap, Method};
+use percent_encoding::percent_decode_str;
+
+use crate::error::S3Error;
+
+/// Decoded query parameters in the order sent (`+` means a space, as in
+/// HTML forms; SDKs send `%20` anyway).
+#[derive(Clone, Debug, Default)]
+pub struct Query(Vec<(String, String)>);
+
+impl Query {
+    pub fn parse(raw: Option<&str>) -> Self {
+        Query(
+            url::form_urlencoded::parse(raw.unwrap_or("").as_bytes())
+                .into_owned()
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|(k, _)| k == name)
+    }
+}
+
+/// Bucket and key of a path-style request (`/bucket/key`), percent-decoded.
+/// `/bucket/` addresses the bucket.
+pub fn split_path(path: &str) -> Result<(Option<String>, Option<String>), S3Error> {
+    let decode = |s: &str| {
+        percent_decode_str(s)
+            .decode_utf8()
+            .map(|c| c.into_owned())
+            .map_err(|_| S3Error::InvalidArgument("Invalid URI encoding".into()))
+    };
+    let path = path.strip_prefix('/').unwrap_or(path);
+    if path.is_empty() {
+        return Ok((None, None));
+    }
+    match path.split_once('/') {
+        None => Ok((Some(decode(path)?), None)),
+        Some((bucket, "")) => Ok((Some(decode(bucket)?), None)),
+        Some((bucket, key)) => Ok((Some(decode(bucket)?), Some(decode(key)?))),
+    }
+}
+
+macro_rules! endpoints {
+    ($($(#[$m:meta])* $name:ident $({ $($field:ident : $ty:ty),* $(,)? })?,)*) => {
+        /// One S3 operation, with the query parameters that select it.
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub enum Endpoint {
+            $($(#[$m])* $name $({ $($field: $ty),* })?,)*
+        }
+
+        impl Endpoint {
+            /// The AWS operation name (metrics label, log field).
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Endpoint::$name { .. } => stringify!($name),)*
+                }
+            }
+        }
+    };
+}
+
+endpoints! {
+    // ---- service ----
+    ListBuckets,
+
+    // ---- buckets: implemented ----
+    CreateBucket,
+    HeadBucket,
+    DeleteBucket,
+    GetBucketLocation,
+    GetBucketVersioning,
+    PutBucketVersioning,
+    /// A fixed owner FULL_CONTROL ACL.
+    GetBucketAcl,
+    ListObjects,
+    ListObjectsV2,
+    ListObjectVersions,
+    ListMultipartUploads,
+    DeleteObjects,
+
+    // ---- buckets: not implemented ----
+    PutBucketAcl,
+    GetBucketAccelerateConfiguration,
+    PutBucketAccelerateConfiguration,
+    GetBucketAnalyticsConfiguration,
+    PutBucketAnalyticsConfiguration,
+    DeleteBucketAnalyticsConfiguration,
+    ListBucketAnalyticsConfigurations,
+    GetBucketCors,
+    PutBucketCors,
+    DeleteBucketCors,
+    GetBucketEncryption,
+    PutBucketEncryption,
+    DeleteBucketEncryption,
+    GetBucketIntelligentTieringConfiguration,
+    PutBucketIntelligentTieringConfiguration,
+    DeleteBucketIntelligentTieringConfiguration,
+    ListBucketIntelligentTieringConfigurations,
+    GetBucketInventoryConfiguration,
+    PutBucketInventoryConfiguration,
+    DeleteBucketInventoryConfiguration,
+    ListBucketInventoryConfigurations,
+    GetBucketLifecycleConfiguration,
+    PutBucketLifecycleConfiguration,
+    DeleteBucketLifecycle,
+    GetBucketLogging,
+    PutBucketLogging,
+    GetBucketMetricsConfiguration,
+    PutBucketMetricsConfiguration,
+    DeleteBucketMetricsConfiguration,
+    ListBucketMetricsConfigurations,
+    GetBucketNotificationConfiguration,
+    PutBucketNotificationConfiguration,
+    GetBucketOwnershipControls,
+    PutBucketOwnershipControls,
+    DeleteBucketOwnershipControls,
+    GetBucketPolicy,
+    PutBucketPolicy,
+    DeleteBucketPolicy,
+    GetBucketPolicyStatus,
+    GetBucketReplication,
+    PutBucketReplication,
+    DeleteBucketReplication,
+    GetBucketRequestPayment,
+    PutBucketRequestPayment,
+    GetBucketTagging,
+    PutBucketTagging,
+    DeleteBucketTagging,
+    GetBucketWebsite,
+    PutBucketWebsite,
+    DeleteBucketWebsite,
+    GetObjectLockConfiguration,
+    PutObjectLockConfiguration,
+    GetPublicAccessBlock,
+    PutPublicAccessBlock,
+    DeletePublicAccessBlock,
+    /// Browser form upload (`POST /bucket` with multipart/form-data).
+    PostObject,
+
+    // ---- objects: implemented ----
+    GetObject,
+    HeadObject,
+    PutObject,
+    CopyObject,
+    DeleteObject,
+    /// A fixed owner FULL_CONTROL ACL.
+    GetObjectAcl,
+    CreateMultipartUpload,
+    UploadPart { part_number: u32, upload_id: String },
+    UploadPartCopy { part_number: u32, upload_id: String },
+    CompleteMultipartUpload { upload_id: String },
+    AbortMultipartUpload { upload_id: String },
+    ListParts { upload_id: String },
+
+    // ---- objects: not implemented ----
+    PutObjectAcl,
+    GetObjectAttributes,
+    GetObjectLegalHold,
+    PutObjectLegalHold,
+    GetObjectRetention,
+    PutObjectRetention,
+    GetObjectTagging,
+    PutObjectTagging,
+    DeleteObjectTagging,
+    GetObjectTorrent,
+    RestoreObject,
+    SelectObjectContent,
+    WriteGetObjectResponse,
+    /// CORS preflight.
+    Options,
+}
+
+impl Endpoint {
+    /// Whether Godwit answers this operation (the rest get NotImplemented).
+    pub fn is_implemented(&self) -> bool {
+        use Endpoint::*;
+        matches!(
+            self,
+            ListBuckets
+                | CreateBucket
+                | HeadBucket
+                | DeleteBucket
+                | GetBucketLocation
+                | GetBucketVersioning
+                | PutBucketVersioning
+                | GetBucketAcl
+                | ListObjects
+                | ListObjectsV2
+                | ListObjectVersions
+                | ListMultipartUploads
+                | DeleteObjects
+                | GetObject
+                | HeadObject
+                | PutObject
+                | CopyObject
+                | DeleteObject
+                | GetObjectAcl
+                | CreateMultipartUpload
+                | UploadPart { .. }
+                | UploadPartCopy { .. }
+                | CompleteMultipartUpload { .. }
+                | AbortMultipartUpload { .. }
+                | ListParts { .. }
+        )
+    }
+}
+
+/// `partNumber`: an integer in 1..=10000.
+pub fn parse_part_number(raw: &str) -> Result<u32, S3Error> {
+    match raw.trim().parse::<u32>() {
+        Ok(n) if (1..=10_000).contains(&n) => Ok(n),
+        _ => Err(S3Error::InvalidArgument(
+            "Part number must be an integer between 1 and 10000, inclusive".into(),
+        )),
+    }
+}
+
+fn upload_id(query: &Query) -> String {
+    query.get("uploadId").unwrap_or_default().to_string()
+}
+
+/// Picks the operation. `bucket`/`key` come from `split_path`.
+pub fn parse(
+    method: &Method,
+    bucket: Option<&str>,
+    key: Option<&str>,
+    query: &Query,
+    headers: &HeaderMap,
+) -> Result<Endpoint, S3Error> {
+    if method == Method::OPTIONS {
+        return Ok(Endpoint::Options);
+    }
+    match (bucket, key) {
+        (None, _) => match *method {
+            Method::GET => Ok(Endpoint::ListBuckets),
+            Method::POST if query.has("WriteGetObjectResponse") => {
+                Ok(Endpoint::WriteGetObjectResponse)
+            }
+            _ => Err(S3Error::MethodNotAllowed),
+        },
+        (Some(_), None) => parse_bucket(method, query),
+        (Some(_), Some(_)) => parse_object(method, query, headers),
+    }
+}
+
+/// First sub-resource present in `query` among `table`, in table order.
+fn pick(query: &Query, table: &[(&str, Endpoint)]) -> Option<Endpoint> {
+    table
+        .iter()
+        .find(|(name, _)| query.has(name))
+        .map(|(_, e)| e.clone())
+}
+
+fn parse_bucket(method: &Method, query: &Query) -> Result<Endpoint, S3Error> {
+    use Endpoint::*;
+    let listing_config =
+        |with_id: Endpoint, list: Endpoint| if query.has("id") { with_id } else { list };
+    let ep = match *method {
+        Method::GET => pick(
+            query,
+            &[
+                ("uploads", ListMultipartUploads),
+                ("versions", ListObjectVersions),
+                ("location", GetBucketLocation),
+                ("versioning", GetBucketVersioning),
+                ("acl", GetBucketAcl),
+                ("accelerate", GetBucketAccelerateConfiguration),
+                (
+                    "analytics",
+                    listing_config(
+                        GetBucketAnalyticsConfiguration,
+                        ListBucketAnalyticsConfigurations,
+                    ),
+                ),
+                ("cors", GetBucketCors),
+                ("encryption", GetBucketEncryption),
+                (
+                    "intelligent-tiering",
+                    listing_config(
+                        GetBucketIntelligentTieringConfiguration,
+                        ListBucketIntelligentTieringConfigurations,
+                    ),
+                ),
+                (
+                    "inventory",
+                    listing_config(
+                        GetBucketInventoryConfiguration,
+                        ListBucketInventoryConfigurations,
+                    ),
+                ),
+                ("lifecycle", GetBucketLifecycleConfiguration),
+                ("logging", GetBucketLogging),
+                (
+                    "metrics",
+                    listing_config(
+                        GetBucketMetricsConfiguration,
+                        ListBucketMetricsConfigurations,
+                    ),
+                ),
+                ("notification", GetBucketNotificationConfiguration),
+                ("ownershipControls", GetBucketOwnershipControls),
+                ("policyStatus", GetBucketPolicyStatus),
+                ("policy", GetBucketPolicy),
+                ("replication", GetBucketReplication),
+                ("requestPayment", GetBucketRequestPayment),
+                ("tagging", GetBucketTagging),
+                ("website", GetBucketWebsite),
+                ("object-lock", GetObjectLockConfiguration),
+                ("publicAccessBlock", GetPublicAccessBlock),
+            ],
+        )
+        .unwrap_or(if query.get("list-type") == Some("2") {
+            ListObjectsV2
+        } else {
+            ListObjects
+        }),
+        Method::PUT => pick(
+            query,
+            &[
+                ("versioning", PutBucketVersioning),
+                ("acl", PutBucketAcl),
+                ("accelerate", PutBucketAccelerateConfiguration),
+                ("analytics", PutBucketAnalyticsConfiguration),
+                ("cors", PutBucketCors),
+                ("encryption", PutBucketEncryption),
+                (
+                    "intelligent-tiering",
+                    PutBucketIntelligentTieringConfiguration,
+                ),
+                ("inventory", PutBucketInventoryConfiguration),
+                ("lifecycle", PutBucketLifecycleConfiguration),
+                ("logging", PutBucketLogging),
+                ("metrics", PutBucketMetricsConfiguration),
+                ("notification", PutBucketNotificationConfiguration),
+                ("ownershipControls", PutBucketOwnershipControls),
+                ("policy", PutBucketPolicy),
+                ("replication", PutBucketReplication),
+                ("requestPayment", PutBucketRequestPayment),
+                ("tagging", PutBucketTagging),
+                ("website", PutBucketWebsite),
+                ("object-lock", PutObjectLockConfiguration),
+                ("publicAccessBlock", PutPublicAccessBlock),
+            ],
+        )
+        .unwrap_or(CreateBucket),
+        Method::DELETE => pick(
+            query,
+            &[
+                ("analytics", DeleteBucketAnalyticsConfiguration),
+                ("cors", DeleteBucketCors),
+                ("encryption", DeleteBucketEncryption),
+                (
+                    "intelligent-tiering",
+                    DeleteBucketIntelligentTieringConfiguration,
+                ),
+                ("inventory", DeleteBucketInventoryConfiguration),
+                ("lifecycle", DeleteBucketLifecycle),
+                ("metrics", DeleteBucketMetricsConfiguration),
+                ("ownershipControls", DeleteBucketOwnershipControls),
+                ("policy", DeleteBucketPolicy),
+                ("replication", DeleteBucketReplication),
+                ("tagging", DeleteBucketTagging),
+                ("website", DeleteBucketWebsite),
+                ("publicAccessBlock", DeletePublicAccessBlock),
+            ],
+        )
+        .unwrap_or(DeleteBucket),
+        Method::HEAD => HeadBucket,
+        Method::POST => {
+            if query.has("delete") {
+                DeleteObjects
+            } else {
+                PostObject
+            }
+        }
+        _ => return Err(S3Error::MethodNotAllowed),
+    };
+    Ok(ep)
+}
+
+fn parse_object(method: &Method, query: &Query, headers: &HeaderMap) -> Result<Endpoint, S3Error> {
+    use Endpoint::*;
+    let copy = headers.contains_key("x-amz-copy-source");
+    let ep = match *method {
+        Method::GET => {
+            if query.has("uploadId") {
+                ListParts {
+                    upload_id: upload_id(query),
+                }
+            } else {
+                pick(
+                    query,
+                    &[
+                        ("acl", GetObjectAcl),
+                        ("attributes", GetObjectAttributes),
+                        ("legal-hold", GetObjectLegalHold),
+                        ("retention", GetObjectRetention),
+                        ("tagging", GetObjectTagging),
+                        ("torrent", GetObjectTorrent),
+                    ],
+                )
+                .unwrap_or(GetObject)
+            }
+        }
+        Method::HEAD => HeadObject,
+        Method::PUT => {
+            if let (Some(n), true) = (query.get("partNumber"), query.has("uploadId")) {
+                let part_number = parse_part_number(n)?;
+                let upload_id = upload_id(query);
+                if copy {
+                    UploadPartCopy {
+                        part_number,
+                        upload_id,
+                    }
+                } else {
+                    UploadPart {
+                        part_number,
+                        upload_id,
+                    }
+                }
+            } else {
+                pick(
+                    query,
+                    &[
+                        ("acl", PutObjectAcl),
+                        ("legal-hold", PutObjectLegalHold),
+                        ("retention", PutObjectRetention),
+                        ("tagging", PutObjectTagging),
+                    ],
+                )
+                .unwrap_or(if copy { CopyObject } else { PutObject })
+            }
+        }
+        Method::DELETE => {
+            if query.has("uploadId") {
+                AbortMultipartUpload {
+                    upload_id: upload_id(query),
+                }
+            } else if query.has("tagging") {
+                DeleteObjectTagging
+            } else {
+                DeleteObject
+            }
+        }
+        Method::POST => {
+            if query.has("uploads") {
+                CreateMultipartUpload
+            } else if query.has("uploadId") {
+                CompleteMultipartUpload {
+                    upload_id: upload_id(query),
+                }
+            } else if query.has("restore") {
+                RestoreObject
+            } else if query.has("select") {
+                SelectObjectContent
+            } else {
+                return Err(S3Error::MethodNotAllowed);
+            }
+        }
+        _ => return Err(S3Error::MethodNotAllowed),
+    };
+    Ok(ep)
+}
+
+#[cfg(test)]
+#[path = "router_tests.rs"]
+mod tests;

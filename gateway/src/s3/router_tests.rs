@@ -1,0 +1,278 @@
+//! Endpoint parsing of every variant.
+
+use super::*;
+use Endpoint::*;
+
+fn route(method: &str, uri: &str, copy: bool) -> Result<Endpoint, S3Error> {
+    let uri: http::Uri = uri.parse().unwrap();
+    let (bucket, key) = split_path(uri.path())?;
+    let query = Query::parse(uri.query());
+    let mut headers = HeaderMap::new();
+    if copy {
+        headers.insert("x-amz-copy-source", "src/key".parse().unwrap());
+    }
+    parse(
+        &Method::from_bytes(method.as_bytes()).unwrap(),
+        bucket.as_deref(),
+        key.as_deref(),
+        &query,
+        &headers,
+    )
+}
+
+fn ok(method: &str, uri: &str) -> Endpoint {
+    route(method, uri, false).unwrap_or_else(|e| panic!("{method} {uri}: {e:?}"))
+}
+
+#[test]
+fn implemented_endpoints() {
+    let cases: Vec<(&str, &str, bool, Endpoint)> = vec![
+        ("GET", "/", false, ListBuckets),
+        ("PUT", "/b", false, CreateBucket),
+        ("PUT", "/b/", false, CreateBucket),
+        ("HEAD", "/b", false, HeadBucket),
+        ("DELETE", "/b", false, DeleteBucket),
+        ("GET", "/b?location", false, GetBucketLocation),
+        ("GET", "/b?versioning", false, GetBucketVersioning),
+        ("PUT", "/b?versioning", false, PutBucketVersioning),
+        ("GET", "/b?acl", false, GetBucketAcl),
+        ("GET", "/b", false, ListObjects),
+        ("GET", "/b?prefix=a&marker=b", false, ListObjects),
+        (
+            "GET",
+            "/b?list-type=2&prefix=p%2F&delimiter=%2F&encoding-type=url",
+            false,
+            ListObjectsV2,
+        ),
+        ("GET", "/b?versions", false, ListObjectVersions),
+        ("GET", "/b?uploads", false, ListMultipartUploads),
+        ("POST", "/b?delete", false, DeleteObjects),
+        ("GET", "/b/k", false, GetObject),
+        ("GET", "/b/k?partNumber=2&versionId=v", false, GetObject),
+        ("GET", "/b/k?x-id=GetObject", false, GetObject),
+        ("HEAD", "/b/k", false, HeadObject),
+        ("PUT", "/b/k", false, PutObject),
+        ("PUT", "/b/k", true, CopyObject),
+        ("DELETE", "/b/k", false, DeleteObject),
+        ("GET", "/b/k?acl", false, GetObjectAcl),
+        ("POST", "/b/k?uploads", false, CreateMultipartUpload),
+        (
+            "PUT",
+            "/b/k?partNumber=3&uploadId=u1",
+            false,
+            UploadPart {
+                part_number: 3,
+                upload_id: "u1".into(),
+            },
+        ),
+        (
+            "PUT",
+            "/b/k?uploadId=u1&partNumber=10000",
+            true,
+            UploadPartCopy {
+                part_number: 10000,
+                upload_id: "u1".into(),
+            },
+        ),
+        (
+            "POST",
+            "/b/k?uploadId=u1",
+            false,
+            CompleteMultipartUpload {
+                upload_id: "u1".into(),
+            },
+        ),
+        (
+            "DELETE",
+            "/b/k?uploadId=u1",
+            false,
+            AbortMultipartUpload {
+                upload_id: "u1".into(),
+            },
+        ),
+        (
+            "GET",
+            "/b/k?uploadId=u1&max-parts=2",
+            false,
+            ListParts {
+                upload_id: "u1".into(),
+            },
+        ),
+    ];
+    for (method, uri, copy, want) in cases {
+        let got = route(method, uri, copy).unwrap();
+        assert_eq!(got, want, "{method} {uri}");
+        assert!(got.is_implemented(), "{method} {uri}");
+    }
+}
+
+#[test]
+fn unimplemented_endpoints_are_variants() {
+    let cases: Vec<(&str, &str, Endpoint)> = vec![
+        ("PUT", "/b?acl", PutBucketAcl),
+        ("GET", "/b?accelerate", GetBucketAccelerateConfiguration),
+        ("PUT", "/b?accelerate", PutBucketAccelerateConfiguration),
+        ("GET", "/b?analytics&id=a", GetBucketAnalyticsConfiguration),
+        ("PUT", "/b?analytics&id=a", PutBucketAnalyticsConfiguration),
+        (
+            "DELETE",
+            "/b?analytics&id=a",
+            DeleteBucketAnalyticsConfiguration,
+        ),
+        ("GET", "/b?analytics", ListBucketAnalyticsConfigurations),
+        ("GET", "/b?cors", GetBucketCors),
+        ("PUT", "/b?cors", PutBucketCors),
+        ("DELETE", "/b?cors", DeleteBucketCors),
+        ("GET", "/b?encryption", GetBucketEncryption),
+        ("PUT", "/b?encryption", PutBucketEncryption),
+        ("DELETE", "/b?encryption", DeleteBucketEncryption),
+        (
+            "GET",
+            "/b?intelligent-tiering&id=x",
+            GetBucketIntelligentTieringConfiguration,
+        ),
+        (
+            "PUT",
+            "/b?intelligent-tiering&id=x",
+            PutBucketIntelligentTieringConfiguration,
+        ),
+        (
+            "DELETE",
+            "/b?intelligent-tiering&id=x",
+            DeleteBucketIntelligentTieringConfiguration,
+        ),
+        (
+            "GET",
+            "/b?intelligent-tiering",
+            ListBucketIntelligentTieringConfigurations,
+        ),
+        ("GET", "/b?inventory&id=x", GetBucketInventoryConfiguration),
+        ("PUT", "/b?inventory&id=x", PutBucketInventoryConfiguration),
+        (
+            "DELETE",
+            "/b?inventory&id=x",
+            DeleteBucketInventoryConfiguration,
+        ),
+        ("GET", "/b?inventory", ListBucketInventoryConfigurations),
+        ("GET", "/b?lifecycle", GetBucketLifecycleConfiguration),
+        ("PUT", "/b?lifecycle", PutBucketLifecycleConfiguration),
+        ("DELETE", "/b?lifecycle", DeleteBucketLifecycle),
+        ("GET", "/b?logging", GetBucketLogging),
+        ("PUT", "/b?logging", PutBucketLogging),
+        ("GET", "/b?metrics&id=x", GetBucketMetricsConfiguration),
+        ("PUT", "/b?metrics&id=x", PutBucketMetricsConfiguration),
+        (
+            "DELETE",
+            "/b?metrics&id=x",
+            DeleteBucketMetricsConfiguration,
+        ),
+        ("GET", "/b?metrics", ListBucketMetricsConfigurations),
+        ("GET", "/b?notification", GetBucketNotificationConfiguration),
+        ("PUT", "/b?notification", PutBucketNotificationConfiguration),
+        ("GET", "/b?ownershipControls", GetBucketOwnershipControls),
+        ("PUT", "/b?ownershipControls", PutBucketOwnershipControls),
+        (
+            "DELETE",
+            "/b?ownershipControls",
+            DeleteBucketOwnershipControls,
+        ),
+        ("GET", "/b?policy", GetBucketPolicy),
+        ("PUT", "/b?policy", PutBucketPolicy),
+        ("DELETE", "/b?policy", DeleteBucketPolicy),
+        ("GET", "/b?policyStatus", GetBucketPolicyStatus),
+        ("GET", "/b?replication", GetBucketReplication),
+        ("PUT", "/b?replication", PutBucketReplication),
+        ("DELETE", "/b?replication", DeleteBucketReplication),
+        ("GET", "/b?requestPayment", GetBucketRequestPayment),
+        ("PUT", "/b?requestPayment", PutBucketRequestPayment),
+        ("GET", "/b?tagging", GetBucketTagging),
+        ("PUT", "/b?tagging", PutBucketTagging),
+        ("DELETE", "/b?tagging", DeleteBucketTagging),
+        ("GET", "/b?website", GetBucketWebsite),
+        ("PUT", "/b?website", PutBucketWebsite),
+        ("DELETE", "/b?website", DeleteBucketWebsite),
+        ("GET", "/b?object-lock", GetObjectLockConfiguration),
+        ("PUT", "/b?object-lock", PutObjectLockConfiguration),
+        ("GET", "/b?publicAccessBlock", GetPublicAccessBlock),
+        ("PUT", "/b?publicAccessBlock", PutPublicAccessBlock),
+        ("DELETE", "/b?publicAccessBlock", DeletePublicAccessBlock),
+        ("POST", "/b", PostObject),
+        ("PUT", "/b/k?acl", PutObjectAcl),
+        ("GET", "/b/k?attributes", GetObjectAttributes),
+        ("GET", "/b/k?legal-hold", GetObjectLegalHold),
+        ("PUT", "/b/k?legal-hold", PutObjectLegalHold),
+        ("GET", "/b/k?retention", GetObjectRetention),
+        ("PUT", "/b/k?retention", PutObjectRetention),
+        ("GET", "/b/k?tagging", GetObjectTagging),
+        ("PUT", "/b/k?tagging", PutObjectTagging),
+        ("DELETE", "/b/k?tagging", DeleteObjectTagging),
+        ("GET", "/b/k?torrent", GetObjectTorrent),
+        ("POST", "/b/k?restore", RestoreObject),
+        ("POST", "/b/k?select&select-type=2", SelectObjectContent),
+        ("POST", "/?WriteGetObjectResponse", WriteGetObjectResponse),
+        ("OPTIONS", "/b/k", Options),
+    ];
+    for (method, uri, want) in cases {
+        let got = ok(method, uri);
+        assert_eq!(got, want, "{method} {uri}");
+        assert!(!got.is_implemented(), "{method} {uri}");
+        assert_eq!(got.name(), format!("{want:?}"));
+    }
+}
+
+#[test]
+fn bad_part_numbers_are_invalid_argument() {
+    for uri in [
+        "/b/k?partNumber=0&uploadId=u",
+        "/b/k?partNumber=10001&uploadId=u",
+        "/b/k?partNumber=x&uploadId=u",
+    ] {
+        match route("PUT", uri, false) {
+            Err(S3Error::InvalidArgument(m)) => assert!(m.contains("between 1 and 10000")),
+            other => panic!("{uri}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn unknown_methods_are_method_not_allowed() {
+    assert!(matches!(
+        route("PATCH", "/b/k", false),
+        Err(S3Error::MethodNotAllowed)
+    ));
+    assert!(matches!(
+        route("PUT", "/", false),
+        Err(S3Error::MethodNotAllowed)
+    ));
+    assert!(matches!(
+        route("POST", "/b/k", false),
+        Err(S3Error::MethodNotAllowed)
+    ));
+}
+
+#[test]
+fn path_is_split_and_decoded() {
+    assert_eq!(split_path("/").unwrap(), (None, None));
+    assert_eq!(split_path("/b").unwrap(), (Some("b".into()), None));
+    assert_eq!(split_path("/b/").unwrap(), (Some("b".into()), None));
+    assert_eq!(
+        split_path("/b/a%20b/c+d").unwrap(),
+        (Some("b".into()), Some("a b/c+d".into()))
+    );
+    assert_eq!(
+        split_path("/b//x/").unwrap(),
+        (Some("b".into()), Some("/x/".into()))
+    );
+    assert!(split_path("/b/%FF").is_err());
+}
+
+#[test]
+fn query_decodes_values() {
+    let q = Query::parse(Some("prefix=a%2Fb&delimiter=%2F&versions&empty="));
+    assert_eq!(q.get("prefix"), Some("a/b"));
+    assert_eq!(q.get("delimiter"), Some("/"));
+    assert!(q.has("versions"));
+    assert_eq!(q.get("versions"), Some(""));
+    assert_eq!(q.get("empty"), Some(""));
+    assert_eq!(q.get("missing"), None);
+}

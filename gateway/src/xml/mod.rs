@@ -1,0 +1,148 @@
+//! S3 XML bodies: serde structs rendered and parsed with quick-xml.
+//! Responses carry the S3 namespace on their root element (as AWS sends
+//! them); error bodies do not.
+
+pub mod requests;
+pub mod responses;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use crate::error::S3Error;
+
+/// The namespace of every S3 response document.
+pub const S3_NS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
+
+const DECLARATION: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+
+/// Renders `value` as a document whose root element is `root`.
+pub fn render<T: Serialize>(root: &str, value: &T) -> Result<String, S3Error> {
+    let mut out = String::from(DECLARATION);
+    quick_xml::se::to_writer_with_root(&mut out, root, value)
+        .map_err(|e| S3Error::InternalError(format!("xml rendering failed: {e}")))?;
+    Ok(out)
+}
+
+/// Parses a request document; anything that does not fit is `MalformedXML`.
+pub fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, S3Error> {
+    let text = std::str::from_utf8(body).map_err(|_| S3Error::MalformedXML)?;
+    quick_xml::de::from_str(text).map_err(|_| S3Error::MalformedXML)
+}
+
+/// The error document of every failed request (GET/PUT/...; HEAD has none).
+pub fn error_body(err: &S3Error, resource: &str, request_id: &str) -> String {
+    #[derive(Serialize)]
+    struct ErrorXml<'a> {
+        #[serde(rename = "Code")]
+        code: &'a str,
+        #[serde(rename = "Message")]
+        message: String,
+        #[serde(rename = "Resource")]
+        resource: &'a str,
+        #[serde(rename = "RequestId")]
+        request_id: &'a str,
+    }
+    let doc = ErrorXml {
+        code: err.code(),
+        message: err.to_string(),
+        resource,
+        request_id,
+    };
+    render("Error", &doc)
+        .unwrap_or_else(|_| format!("{DECLARATION}<Error><Code>{}</Code></Error>", err.code()))
+}
+
+/// `2026-11-30T04:00:00.000Z`: the timestamp format of S3 XML bodies.
+pub fn iso8601_ms(ms: i64) -> String {
+    let t = OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        t.month() as u8,
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    )
+}
+
+/// `Mon, 30 Nov 2026 04:00:00 GMT`: the format of Last-Modified and other
+/// HTTP date headers (RFC 7231 IMF-fixdate, i.e. RFC 1123 in GMT).
+pub fn http_date(ms: i64) -> String {
+    let secs = ms.div_euclid(1000).max(0) as u64;
+    httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+}
+
+/// ETags travel quoted in headers and XML; storage keeps them bare.
+pub fn quote_etag(etag: &str) -> String {
+    format!("\"{etag}\"")
+}
+
+/// Strips the quotes (and a weak `W/` prefix) clients may send.
+pub fn unquote_etag(etag: &str) -> &str {
+    let e = etag.trim();
+    let e = e.strip_prefix("W/").unwrap_or(e);
+    let e = e.strip_prefix('"').unwrap_or(e);
+    e.strip_suffix('"').unwrap_or(e)
+}
+
+/// `encoding-type=url` encoding of keys and prefixes in listings: every
+/// byte except unreserved characters and `/` is percent-encoded (so that
+/// botocore's `unquote_plus` restores `+` and spaces exactly).
+pub fn url_encode(s: &str) -> String {
+    const SET: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~')
+        .remove(b'/');
+    percent_encoding::utf8_percent_encode(s, SET).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso8601_has_milliseconds_and_z() {
+        // 2026-11-30T04:00:00.123Z
+        assert_eq!(iso8601_ms(1_796_011_200_123), "2026-11-30T04:00:00.123Z");
+        assert_eq!(iso8601_ms(0), "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn http_date_is_rfc1123_gmt() {
+        assert_eq!(
+            http_date(1_796_011_200_999),
+            "Mon, 30 Nov 2026 04:00:00 GMT"
+        );
+    }
+
+    #[test]
+    fn etag_quoting_round_trips() {
+        assert_eq!(quote_etag("abc"), "\"abc\"");
+        assert_eq!(unquote_etag("\"abc\""), "abc");
+        assert_eq!(unquote_etag("W/\"abc-2\""), "abc-2");
+        assert_eq!(unquote_etag("abc"), "abc");
+    }
+
+    #[test]
+    fn url_encoding_keeps_slash_and_unreserved() {
+        assert_eq!(url_encode("a b+c/d~e_f.g-h"), "a%20b%2Bc/d~e_f.g-h");
+        assert_eq!(url_encode("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn error_body_has_code_message_resource_request_id() {
+        let body = error_body(&S3Error::NoSuchKey, "/b/k", "REQ1");
+        assert_eq!(
+            body,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code>\
+             <Message>The specified key does not exist.</Message><Resource>/b/k</Resource>\
+             <RequestId>REQ1</RequestId></Error>"
+        );
+    }
+}

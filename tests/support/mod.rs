@@ -1,0 +1,156 @@
+//! Test support: a real SigV4-signed S3 client (reqwest + aws-sigv4, like
+//! any SDK) and child-process management for `godwit` roles.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use aws_credential_types::Credentials;
+use aws_sigv4::http_request::{sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::sign::v4;
+use sha2::Digest;
+
+pub struct S3 {
+    pub endpoint: String,
+    pub access_key: String,
+    pub secret_key: String,
+    pub http: reqwest::Client,
+}
+
+impl S3 {
+    pub fn new(endpoint: &str, access_key: &str, secret_key: &str) -> Self {
+        S3 {
+            endpoint: endpoint.trim_end_matches('/').to_string(),
+            access_key: access_key.into(),
+            secret_key: secret_key.into(),
+            http: reqwest::Client::builder().tcp_nodelay(true).build().unwrap(),
+        }
+    }
+
+    /// Sends a request signed with SigV4 and a real payload SHA-256.
+    pub async fn send(&self, method: &str, path_and_query: &str, headers: &[(&str, &str)], body: Vec<u8>) -> reqwest::Response {
+        let url = format!("{}{}", self.endpoint, path_and_query);
+        let identity = Credentials::new(&self.access_key, &self.secret_key, None, None, "test").into();
+        let mut settings = SigningSettings::default();
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        settings.percent_encoding_mode = aws_sigv4::http_request::PercentEncodingMode::Single;
+        settings.uri_path_normalization_mode = aws_sigv4::http_request::UriPathNormalizationMode::Disabled;
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region("us-east-1")
+            .name("s3")
+            .time(SystemTime::now())
+            .settings(settings)
+            .build()
+            .unwrap()
+            .into();
+        let signable =
+            SignableRequest::new(method, &url, headers.iter().map(|(k, v)| (*k, *v)), SignableBody::Bytes(&body)).unwrap();
+        let (instructions, _) = sign(signable, &params).unwrap().into_parts();
+        let mut builder = http::Request::builder().method(method).uri(&url);
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        let mut req = builder.body(body).unwrap();
+        instructions.apply_to_request_http1x(&mut req);
+        self.http.execute(reqwest::Request::try_from(req).unwrap()).await.unwrap()
+    }
+
+    pub async fn put(&self, path: &str, body: Vec<u8>) -> reqwest::Response {
+        self.send("PUT", path, &[], body).await
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.send("GET", path, &[], Vec::new()).await
+    }
+}
+
+pub fn md5_hex(data: &[u8]) -> String {
+    use md5::Digest as _;
+    hex::encode(md5::Md5::digest(data))
+}
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(data))
+}
+
+/// Deterministic pseudo-random bytes (xorshift), so failures reproduce.
+pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// The S3 error code in an error body.
+pub fn error_code(body: &str) -> String {
+    body.split("<Code>").nth(1).and_then(|s| s.split("</Code>").next()).unwrap_or("").to_string()
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A `godwit` child process, killed on drop.
+pub struct Proc {
+    pub child: Child,
+    pub name: String,
+}
+
+impl Proc {
+    pub fn spawn(name: &str, args: &[&str], envs: &[(&str, &str)], log_dir: &Path) -> Proc {
+        let log = std::fs::File::create(log_dir.join(format!("{name}.log"))).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_godwit"));
+        cmd.args(args).stdout(log.try_clone().unwrap()).stderr(log).stdin(Stdio::null());
+        for k in ["GODWIT_ACCESS_KEY_ID", "GODWIT_SECRET_ACCESS_KEY", "GODWIT_CLUSTER_SECRET", "GODWIT_DATA_DIR"] {
+            cmd.env_remove(k);
+        }
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        Proc { child: cmd.spawn().unwrap(), name: name.into() }
+    }
+
+    /// SIGTERM, then the exit status within `timeout`.
+    pub fn terminate(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `GET {admin}/health` until 200.
+pub async fn wait_healthy(admin: &str, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    let http = reqwest::Client::new();
+    loop {
+        if let Ok(r) = http.get(format!("{admin}/health")).send().await {
+            if r.status() == 200 {
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "{admin} not healthy within {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
