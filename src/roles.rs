@@ -129,7 +129,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
     let meta_api: Arc<dyn MetaApi> = meta.clone();
     let datanode = Datanode::open(DatanodeConfig {
         node_id: LOCAL_DATANODE_ID,
-        data_dir: cfg.data_dir.join("blocks"),
+        data_dir: cfg.data_dir.join("datanode"),
         cluster_secret: secret.clone(),
         force_threadpool: cfg.storage.io_backend == IoBackend::Threadpool,
     })

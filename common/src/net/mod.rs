@@ -4,5 +4,5 @@
 pub mod block_client;
 pub mod meta_client;
 
-// pub use block_client::BlockClient;
-// pub use meta_client::MetaClient;
+pub use block_client::BlockClient;
+pub use meta_client::MetaClient;

@@ -1,0 +1,26 @@
+//! The datanode role: immutable blocks on local disk, each with a CRC32C per
+//! 64 KiB chunk, written and read through io_uring (or a blocking thread
+//! pool where io_uring is refused).
+//!
+//! This crate owns the block files and nothing else: it never parses S3,
+//! never touches metadata except to ask meta which blocks GC may remove.
+//! Its door is `godwit_common::BlockStore`, implemented in-process by
+//! [`Datanode`] and served over HTTP by [`router`] for
+//! `godwit_common::net::BlockClient`.
+//!
+//! - `format`: on-disk layout and format versions.
+//! - `io`: the io_uring thread and the thread-pool fallback.
+//! - `store`: `Datanode`, PUT/GET/DELETE of blocks.
+//! - `gc`: removal of unreferenced blocks and stale temporary files.
+//! - `http`: the axum router.
+//! - `metrics`: Prometheus gauges and counters.
+
+pub mod format;
+mod gc;
+mod http;
+mod io;
+pub mod metrics;
+mod store;
+
+pub use http::router;
+pub use store::{Datanode, DatanodeConfig};

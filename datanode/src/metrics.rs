@@ -1,0 +1,74 @@
+//! Prometheus metrics of the datanode, registered once per process in
+//! `prometheus::default_registry()` (several datanodes in one process, as in
+//! tests, share them).
+
+use std::sync::LazyLock;
+
+use prometheus::{IntCounter, IntGaugeVec, Opts};
+
+use crate::io::Backend;
+
+fn register<C: prometheus::core::Collector + Clone + 'static>(c: C) -> C {
+    // A second registration of the same name (another copy of this static
+    // cannot exist, but a test harness might register its own) is harmless.
+    let _ = prometheus::default_registry().register(Box::new(c.clone()));
+    c
+}
+
+/// 1 for the I/O backend in use, 0 for the other.
+pub static IO_BACKEND: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    register(
+        IntGaugeVec::new(
+            Opts::new(
+                "godwit_datanode_io_backend",
+                "Datanode disk I/O backend in use (1 = active)",
+            ),
+            &["backend"],
+        )
+        .expect("valid metric"),
+    )
+});
+
+pub static BYTES_WRITTEN: LazyLock<IntCounter> = LazyLock::new(|| {
+    register(
+        IntCounter::new(
+            "godwit_datanode_bytes_written_total",
+            "Block data bytes written durably",
+        )
+        .expect("valid metric"),
+    )
+});
+
+pub static BYTES_READ: LazyLock<IntCounter> = LazyLock::new(|| {
+    register(
+        IntCounter::new(
+            "godwit_datanode_bytes_read_total",
+            "Block data bytes read and verified",
+        )
+        .expect("valid metric"),
+    )
+});
+
+pub static BLOCKS_GC: LazyLock<IntCounter> = LazyLock::new(|| {
+    register(
+        IntCounter::new(
+            "godwit_datanode_blocks_gc_total",
+            "Unreferenced blocks deleted by GC",
+        )
+        .expect("valid metric"),
+    )
+});
+
+/// Marks `active` as the backend in use. With several datanodes in one
+/// process the last one opened wins.
+pub fn set_backend(active: Backend) {
+    for b in [Backend::IoUring, Backend::ThreadPool] {
+        IO_BACKEND
+            .with_label_values(&[b.as_str()])
+            .set(i64::from(b == active));
+    }
+    // Touch the counters so they are exported (as 0) from the start.
+    LazyLock::force(&BYTES_WRITTEN);
+    LazyLock::force(&BYTES_READ);
+    LazyLock::force(&BLOCKS_GC);
+}

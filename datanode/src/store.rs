@@ -1,0 +1,534 @@
+//! `Datanode`: the in-process `BlockStore`. Writes stream into a temporary
+//! file (bounded memory, a few writes in flight), then fdatasync, rename and
+//! fsync of the folder; reads verify each chunk's CRC32C before handing it
+//! out. The file format is in `format`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+use godwit_common::block_api::BlockWritten;
+use godwit_common::block_token::{self, BlockOp};
+use godwit_common::cluster::ClusterSecret;
+use godwit_common::{BlockError, BlockStore, ByteStream};
+
+use crate::format::{check_id, v1, Layout, CHUNK_SIZE, HEADER_LEN, TMP_INFIX};
+use crate::io::{IoEngine, SharedFd};
+use crate::metrics;
+
+/// A write is sent to the disk once this many body bytes have gathered.
+const WRITE_BATCH_BYTES: usize = 256 * 1024;
+/// ... or once this many body frames have (one iovec each; IOV_MAX is 1024).
+const MAX_IOVECS: usize = 64;
+/// Writes of one block in flight at once: bounds a PUT's memory to about
+/// `(MAX_WRITES_IN_FLIGHT + 1) * WRITE_BATCH_BYTES`.
+const MAX_WRITES_IN_FLIGHT: usize = 4;
+/// Chunks read (and verified) per read operation: 256 KiB.
+const READ_BATCH_CHUNKS: u64 = 4;
+/// Verified pieces a reader may prepare ahead of its consumer.
+const READ_AHEAD: usize = 2;
+/// CRC table entries fetched per table read (4 KiB covers 64 MiB of data).
+const TABLE_WINDOW: u64 = 1024;
+
+pub struct DatanodeConfig {
+    pub node_id: u64,
+    /// Blocks go under `<data_dir>/blocks/`.
+    pub data_dir: PathBuf,
+    pub cluster_secret: ClusterSecret,
+    /// Use the blocking thread pool even where io_uring works.
+    pub force_threadpool: bool,
+}
+
+pub struct Datanode {
+    node_id: u64,
+    layout: Layout,
+    secret: ClusterSecret,
+    pub(crate) io: IoEngine,
+}
+
+impl Datanode {
+    pub async fn open(cfg: DatanodeConfig) -> anyhow::Result<Arc<Datanode>> {
+        let layout = Layout::new(&cfg.data_dir);
+        let root = layout.root().to_path_buf();
+        blocking(move || std::fs::create_dir_all(&root)).await?;
+        let io = crate::io::start(cfg.force_threadpool);
+        metrics::set_backend(io.backend());
+        Ok(Arc::new(Datanode {
+            node_id: cfg.node_id,
+            layout,
+            secret: cfg.cluster_secret,
+            io,
+        }))
+    }
+
+    pub fn node_id(&self) -> u64 {
+        self.node_id
+    }
+
+    /// `"io_uring"` or `"threadpool"`.
+    pub fn io_backend(&self) -> &'static str {
+        self.io.backend().as_str()
+    }
+
+    pub fn cluster_secret(&self) -> &ClusterSecret {
+        &self.secret
+    }
+
+    /// Where a block's file lives (whether or not it exists); `None` for an
+    /// invalid id.
+    pub fn block_path(&self, id: &str) -> Option<PathBuf> {
+        check_id(id).ok().map(|_| self.layout.path(id))
+    }
+
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Streams `body` into `fd` after the header slot, then writes the CRC
+    /// table and finally the header.
+    async fn write_file(
+        &self,
+        fd: &SharedFd,
+        mut body: ByteStream,
+    ) -> Result<v1::Header, BlockError> {
+        let mut sums = ChunkSums::default();
+        let mut batch: Vec<Bytes> = Vec::new();
+        let mut batch_len = 0usize;
+        let mut off = HEADER_LEN;
+        let mut inflight = FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                // Finish writes first: errors surface early and memory stays bounded.
+                biased;
+                Some(done) = inflight.next(), if !inflight.is_empty() => done?,
+                item = body.next(), if inflight.len() < MAX_WRITES_IN_FLIGHT => {
+                    let Some(item) = item else { break };
+                    let bytes = item.map_err(|e| BlockError::BadRequest(format!("request body failed: {e}")))?;
+                    if bytes.is_empty() {
+                        continue;
+                    }
+                    sums.update(&bytes);
+                    batch_len += bytes.len();
+                    batch.push(bytes);
+                    if batch_len >= WRITE_BATCH_BYTES || batch.len() >= MAX_IOVECS {
+                        inflight.push(self.io.write_all_at(fd, std::mem::take(&mut batch), off));
+                        off += batch_len as u64;
+                        batch_len = 0;
+                    }
+                }
+            }
+        }
+        if !batch.is_empty() {
+            inflight.push(self.io.write_all_at(fd, batch, off));
+        }
+        while let Some(done) = inflight.next().await {
+            done?;
+        }
+        let (table, crc32c) = sums.finish();
+        let header = v1::Header {
+            chunk_size: CHUNK_SIZE,
+            data_len: sums.len,
+            crc32c,
+        };
+        let table: Vec<u8> = table.iter().flat_map(|c| c.to_le_bytes()).collect();
+        let write_table =
+            self.io
+                .write_all_at(fd, vec![Bytes::from(table)], header.table_offset(0));
+        let write_header =
+            self.io
+                .write_all_at(fd, vec![Bytes::copy_from_slice(&header.encode())], 0);
+        futures::try_join!(write_table, write_header)?;
+        Ok(header)
+    }
+
+    /// Writes the temporary file completely and durably; closes it.
+    async fn write_tmp(&self, tmp: &Path, body: ByteStream) -> Result<v1::Header, BlockError> {
+        let fd = self
+            .io
+            .open(tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o644)
+            .await?;
+        let written = match self.write_file(&fd, body).await {
+            Ok(h) => self
+                .io
+                .fsync(&fd, true)
+                .await
+                .map(|_| h)
+                .map_err(BlockError::from),
+            Err(e) => Err(e),
+        };
+        let closed = self.io.close(fd).await;
+        let header = written?;
+        closed?;
+        Ok(header)
+    }
+
+    /// Makes a rename in `dir` durable (rename(2) alone is not: the
+    /// directory entry lives in the folder's own data).
+    async fn fsync_dir(&self, dir: &Path) -> io::Result<()> {
+        let fd = self
+            .io
+            .open(dir, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+            .await?;
+        let synced = self.io.fsync(&fd, false).await;
+        self.io.close(fd).await?;
+        synced
+    }
+}
+
+#[async_trait]
+impl BlockStore for Datanode {
+    async fn put_block(
+        &self,
+        id: &str,
+        token: &str,
+        body: ByteStream,
+    ) -> Result<BlockWritten, BlockError> {
+        check_id(id)?;
+        block_token::verify(&self.secret, id, BlockOp::Write, token)
+            .map_err(|e| BlockError::Forbidden(e.into()))?;
+        let dir = self.layout.dir(id);
+        let d = dir.clone();
+        blocking(move || make_dir_durable(&d)).await?;
+        let tmp = dir.join(format!("{id}{TMP_INFIX}{:016x}", rand::random::<u64>()));
+        let final_path = self.layout.path(id);
+        let mut guard = TempGuard(Some(tmp.clone()));
+
+        let header = match self.write_tmp(&tmp, body).await {
+            Ok(h) => h,
+            Err(e) => {
+                guard.remove().await;
+                return Err(e);
+            }
+        };
+        // A retried PUT of the same id replaces the block with identical
+        // content; rename is atomic either way.
+        if let Err(e) = blocking(move || std::fs::rename(&tmp, &final_path)).await {
+            guard.remove().await;
+            return Err(e.into());
+        }
+        guard.disarm();
+        self.fsync_dir(&dir).await?;
+        metrics::BYTES_WRITTEN.inc_by(header.data_len);
+        Ok(BlockWritten {
+            size: header.data_len,
+            crc32c: header.crc32c,
+        })
+    }
+
+    async fn get_block(
+        &self,
+        id: &str,
+        token: &str,
+        offset: u64,
+        len: Option<u64>,
+    ) -> Result<ByteStream, BlockError> {
+        self.read_range(id, token, offset, len)
+            .await
+            .map(|(_, s)| s)
+    }
+
+    /// Idempotent: deleting a block that is not there succeeds.
+    async fn delete_block(&self, id: &str) -> Result<(), BlockError> {
+        check_id(id)?;
+        let path = self.layout.path(id);
+        match blocking(move || std::fs::remove_file(&path)).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Datanode {
+    /// `get_block` that also tells how many bytes the stream will carry
+    /// (the HTTP side sends it as `Content-Length`).
+    pub async fn read_range(
+        &self,
+        id: &str,
+        token: &str,
+        offset: u64,
+        len: Option<u64>,
+    ) -> Result<(u64, ByteStream), BlockError> {
+        check_id(id)?;
+        block_token::verify(&self.secret, id, BlockOp::Read, token)
+            .map_err(|e| BlockError::Forbidden(e.into()))?;
+        let fd = match self.io.open(&self.layout.path(id), libc::O_RDONLY, 0).await {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(BlockError::NotFound),
+            Err(e) => return Err(e.into()),
+        };
+        let head = self
+            .io
+            .read_exact_at(&fd, HEADER_LEN as usize, 0)
+            .await
+            .map_err(read_err)?;
+        let header = v1::Header::decode(&head)?;
+        let end = match len {
+            None => Some(header.data_len),
+            Some(l) => offset.checked_add(l),
+        };
+        let end = match end {
+            Some(end) if offset <= header.data_len && end <= header.data_len => end,
+            _ => {
+                return Err(BlockError::BadRequest(format!(
+                    "range offset {offset} len {len:?} outside block of {} bytes",
+                    header.data_len
+                )))
+            }
+        };
+        let mut reader = RangeReader {
+            io: self.io.clone(),
+            fd,
+            header,
+            pos: offset,
+            end,
+            table: TableWindow::default(),
+        };
+        // The first piece is read before answering, so corruption near the
+        // start (the whole block, for small ones) is a clean error rather
+        // than a broken stream.
+        let first = reader.next_piece().await?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<io::Result<Bytes>>(READ_AHEAD);
+        match first {
+            Some(piece) => {
+                let _ = tx.try_send(Ok(piece));
+                tokio::spawn(reader.pump(tx));
+            }
+            None => {
+                drop(tx);
+                let _ = reader.io.close(reader.fd).await;
+            }
+        }
+        Ok((
+            end - offset,
+            Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx))),
+        ))
+    }
+}
+
+/// A read that hit the end of the file early means the file is damaged.
+fn read_err(e: io::Error) -> BlockError {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        BlockError::Corrupt("block file truncated".into())
+    } else {
+        e.into()
+    }
+}
+
+/// Runs blocking filesystem work off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(io::Error::other)?
+}
+
+/// Creates a block folder (and its parent) if missing; a folder created now
+/// only survives a crash once its parent is fsynced.
+fn make_dir_durable(dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let parent = dir
+        .parent()
+        .ok_or_else(|| io::Error::other("block folder has no parent"))?;
+    make_dir_durable(parent)?;
+    match std::fs::create_dir(dir) {
+        Ok(()) => std::fs::File::open(parent)?.sync_all(),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes the temporary file unless disarmed, on every path out of a PUT:
+/// errors call `remove` (awaited, so the file is gone when the error is
+/// returned); a cancelled PUT (client gone) removes it in `Drop`.
+struct TempGuard(Option<PathBuf>);
+
+impl TempGuard {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+
+    async fn remove(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = blocking(move || std::fs::remove_file(&p)).await;
+        }
+    }
+}
+
+impl Drop for TempGuard {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+}
+
+/// CRC32C per chunk plus the whole-block CRC, fed as bytes arrive.
+#[derive(Default)]
+struct ChunkSums {
+    table: Vec<u32>,
+    cur: u32,
+    fill: usize,
+    whole: u32,
+    len: u64,
+}
+
+impl ChunkSums {
+    fn update(&mut self, mut data: &[u8]) {
+        self.len += data.len() as u64;
+        while !data.is_empty() {
+            let take = (CHUNK_SIZE as usize - self.fill).min(data.len());
+            self.cur = crc32c::crc32c_append(self.cur, &data[..take]);
+            self.fill += take;
+            data = &data[take..];
+            if self.fill == CHUNK_SIZE as usize {
+                self.end_chunk();
+            }
+        }
+    }
+
+    fn end_chunk(&mut self) {
+        self.whole = crc32c::crc32c_combine(self.whole, self.cur, self.fill);
+        self.table.push(self.cur);
+        self.cur = 0;
+        self.fill = 0;
+    }
+
+    /// The chunk table and the whole-data CRC32C.
+    fn finish(&mut self) -> (Vec<u32>, u32) {
+        if self.fill > 0 {
+            self.end_chunk();
+        }
+        (std::mem::take(&mut self.table), self.whole)
+    }
+}
+
+/// The cached slice of a block's CRC table.
+#[derive(Default)]
+struct TableWindow {
+    first: u64,
+    sums: Vec<u32>,
+}
+
+/// Reads `[pos, end)` of a block in verified pieces of whole chunks.
+struct RangeReader {
+    io: IoEngine,
+    fd: SharedFd,
+    header: v1::Header,
+    pos: u64,
+    end: u64,
+    table: TableWindow,
+}
+
+impl RangeReader {
+    /// The CRCs of chunks `[c0, c1)`; `last` bounds how far a new table
+    /// window may reach (the last chunk the range needs, exclusive).
+    async fn sums(&mut self, c0: u64, c1: u64, last: u64) -> Result<&[u32], BlockError> {
+        let have = self.table.first..self.table.first + self.table.sums.len() as u64;
+        if !(have.contains(&c0) && c1 <= have.end) {
+            let n = (last - c0).min(TABLE_WINDOW).max(c1 - c0);
+            let raw = self
+                .io
+                .read_exact_at(&self.fd, (n * 4) as usize, self.header.table_offset(c0))
+                .await
+                .map_err(read_err)?;
+            self.table.first = c0;
+            self.table.sums = raw
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+        }
+        let from = (c0 - self.table.first) as usize;
+        Ok(&self.table.sums[from..from + (c1 - c0) as usize])
+    }
+
+    /// The next verified piece of the range, `None` at its end.
+    async fn next_piece(&mut self) -> Result<Option<Bytes>, BlockError> {
+        if self.pos >= self.end {
+            return Ok(None);
+        }
+        let cs = self.header.chunk_size as u64;
+        let last = self.end.div_ceil(cs);
+        let c0 = self.pos / cs;
+        let c1 = (c0 + READ_BATCH_CHUNKS).min(last);
+        let start = c0 * cs;
+        let stop = (c1 * cs).min(self.header.data_len);
+        // Queue the data read first so it overlaps a table read.
+        let data = self
+            .io
+            .read_exact_at(&self.fd, (stop - start) as usize, HEADER_LEN + start);
+        let sums = self.sums(c0, c1, last).await?.to_vec();
+        let data = data.await.map_err(read_err)?;
+        for (i, (chunk, want)) in data.chunks(cs as usize).zip(&sums).enumerate() {
+            if crc32c::crc32c(chunk) != *want {
+                return Err(BlockError::Corrupt(format!(
+                    "chunk {} failed its CRC32C check",
+                    c0 + i as u64
+                )));
+            }
+        }
+        let from = (self.pos - start) as usize;
+        let to = (self.end.min(stop) - start) as usize;
+        self.pos = start + to as u64;
+        metrics::BYTES_READ.inc_by((to - from) as u64);
+        Ok(Some(Bytes::from(data).slice(from..to)))
+    }
+
+    /// Feeds the rest of the range to `tx`, reading ahead by the channel's
+    /// capacity; stops when the consumer goes away. An error ends the stream
+    /// with an `io::Error` wrapping the `BlockError`.
+    async fn pump(mut self, tx: tokio::sync::mpsc::Sender<io::Result<Bytes>>) {
+        loop {
+            match self.next_piece().await {
+                Ok(Some(piece)) => {
+                    if tx.send(Ok(piece)).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let kind = match e {
+                        BlockError::Corrupt(_) => io::ErrorKind::InvalidData,
+                        _ => io::ErrorKind::Other,
+                    };
+                    let _ = tx.send(Err(io::Error::new(kind, e))).await;
+                    break;
+                }
+            }
+        }
+        let _ = self.io.close(self.fd).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_sums_match_a_direct_crc() {
+        let data: Vec<u8> = (0..(3 * CHUNK_SIZE as usize + 17))
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
+        let mut s = ChunkSums::default();
+        for piece in data.chunks(10_000) {
+            s.update(piece);
+        }
+        let (table, whole) = s.finish();
+        assert_eq!(whole, crc32c::crc32c(&data));
+        let want: Vec<u32> = data
+            .chunks(CHUNK_SIZE as usize)
+            .map(crc32c::crc32c)
+            .collect();
+        assert_eq!(table, want);
+        let (t, w) = ChunkSums::default().finish();
+        assert!(t.is_empty());
+        assert_eq!(w, 0);
+    }
+}

@@ -1,0 +1,230 @@
+//! GC of unreferenced blocks, against a tiny in-test `MetaApi` that only
+//! answers `unreferenced_blocks` (the datanode alone is under test here).
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use common::*;
+use godwit_common::meta_api::MetaResult;
+use godwit_common::types::*;
+use godwit_common::{BlockError, BlockStore, MetaApi};
+
+#[derive(Default)]
+struct FakeMeta {
+    referenced: Mutex<HashSet<String>>,
+    /// Each `unreferenced_blocks` call's ids.
+    asked: Mutex<Vec<Vec<String>>>,
+}
+
+#[async_trait]
+impl MetaApi for FakeMeta {
+    async fn unreferenced_blocks(&self, ids: Vec<String>) -> MetaResult<Vec<String>> {
+        self.asked.lock().unwrap().push(ids.clone());
+        let refs = self.referenced.lock().unwrap();
+        Ok(ids.into_iter().filter(|id| !refs.contains(id)).collect())
+    }
+
+    async fn create_bucket(&self, _: &str, _: &str, _: &str) -> MetaResult<BucketInfo> {
+        unimplemented!()
+    }
+    async fn get_bucket(&self, _: &str) -> MetaResult<BucketInfo> {
+        unimplemented!()
+    }
+    async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>> {
+        unimplemented!()
+    }
+    async fn delete_bucket(&self, _: &str) -> MetaResult<()> {
+        unimplemented!()
+    }
+    async fn set_versioning(&self, _: &str, _: VersioningState) -> MetaResult<()> {
+        unimplemented!()
+    }
+    async fn put_object(&self, _: NewObject) -> MetaResult<ObjectVersion> {
+        unimplemented!()
+    }
+    async fn get_object(&self, _: &str, _: &str, _: Option<&str>) -> MetaResult<ObjectRead> {
+        unimplemented!()
+    }
+    async fn delete_object(&self, _: &str, _: &str, _: Option<&str>) -> MetaResult<DeleteOutcome> {
+        unimplemented!()
+    }
+    async fn list_objects(&self, _: ListObjectsQuery) -> MetaResult<ListObjectsPage> {
+        unimplemented!()
+    }
+    async fn list_versions(&self, _: ListVersionsQuery) -> MetaResult<ListVersionsPage> {
+        unimplemented!()
+    }
+    async fn create_upload(&self, _: NewUpload) -> MetaResult<UploadInfo> {
+        unimplemented!()
+    }
+    async fn get_upload(&self, _: &str, _: &str, _: &str) -> MetaResult<UploadInfo> {
+        unimplemented!()
+    }
+    async fn put_part(&self, _: &str, _: &str, _: &str, _: PartRecord) -> MetaResult<()> {
+        unimplemented!()
+    }
+    async fn list_parts(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: u32,
+        _: usize,
+    ) -> MetaResult<ListPartsPage> {
+        unimplemented!()
+    }
+    async fn complete_upload(&self, _: CompleteUpload) -> MetaResult<ObjectVersion> {
+        unimplemented!()
+    }
+    async fn abort_upload(&self, _: &str, _: &str, _: &str) -> MetaResult<()> {
+        unimplemented!()
+    }
+    async fn list_uploads(&self, _: ListUploadsQuery) -> MetaResult<ListUploadsPage> {
+        unimplemented!()
+    }
+    async fn get_access_key(&self, _: &str) -> MetaResult<AccessKey> {
+        unimplemented!()
+    }
+    async fn put_access_key(&self, _: AccessKey) -> MetaResult<AccessKey> {
+        unimplemented!()
+    }
+    async fn list_access_keys(&self) -> MetaResult<Vec<AccessKey>> {
+        unimplemented!()
+    }
+    async fn delete_access_key(&self, _: &str) -> MetaResult<()> {
+        unimplemented!()
+    }
+    async fn allocate_blocks(&self, _: usize) -> MetaResult<Vec<BlockAlloc>> {
+        unimplemented!()
+    }
+    async fn register_datanode(&self, _: DatanodeInfo) -> MetaResult<()> {
+        unimplemented!()
+    }
+    async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
+        unimplemented!()
+    }
+    async fn status(&self) -> MetaResult<MetaStatus> {
+        unimplemented!()
+    }
+}
+
+fn age(path: &Path, by: Duration) {
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.set_modified(SystemTime::now() - by).unwrap();
+}
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+#[tokio::test]
+async fn gc_deletes_old_unreferenced_blocks_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let dn = open(dir.path(), false).await;
+    let (kept, dead, young) = (id(1), id(2), id(3));
+    for id in [&kept, &dead, &young] {
+        dn.put_block(id, &wtok(id), body(&data(70_000, 1), 10_000))
+            .await
+            .unwrap();
+    }
+    age(&dn.block_path(&kept).unwrap(), 2 * HOUR);
+    age(&dn.block_path(&dead).unwrap(), 2 * HOUR);
+    // Temporary files left by a crash: one stale, one still being written.
+    let block_dir = dn
+        .block_path(&kept)
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let stale_tmp = block_dir.join(format!("{kept}.tmp.00000000000000aa"));
+    let fresh_tmp = block_dir.join(format!("{kept}.tmp.00000000000000bb"));
+    std::fs::write(&stale_tmp, b"partial").unwrap();
+    std::fs::write(&fresh_tmp, b"partial").unwrap();
+    age(&stale_tmp, 2 * HOUR);
+
+    let meta = FakeMeta::default();
+    meta.referenced.lock().unwrap().insert(kept.clone());
+    let n = dn.gc_once(&meta, HOUR).await.unwrap();
+    assert_eq!(n, 1);
+
+    assert!(dn.get_block(&kept, &rtok(&kept), 0, None).await.is_ok());
+    assert!(matches!(
+        dn.get_block(&dead, &rtok(&dead), 0, None).await.err(),
+        Some(BlockError::NotFound)
+    ));
+    assert!(
+        dn.get_block(&young, &rtok(&young), 0, None).await.is_ok(),
+        "a block younger than the grace period is kept"
+    );
+    assert!(!stale_tmp.exists());
+    assert!(fresh_tmp.exists());
+    // Meta was asked only about blocks past the grace period.
+    let asked: HashSet<String> = meta.asked.lock().unwrap().concat().into_iter().collect();
+    assert_eq!(asked, HashSet::from([kept.clone(), dead.clone()]));
+}
+
+#[tokio::test]
+async fn gc_asks_meta_in_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let dn = open(dir.path(), true).await;
+    // Plain files with block names are enough for the walk.
+    let total = 2_500u64;
+    for n in 0..total {
+        let p = dn.block_path(&id(n * 7919)).unwrap();
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, b"").unwrap();
+        age(&p, 2 * HOUR);
+    }
+    let meta = FakeMeta::default();
+    // Keep every third.
+    for n in (0..total).step_by(3) {
+        meta.referenced.lock().unwrap().insert(id(n * 7919));
+    }
+    let n = dn.gc_once(&meta, HOUR).await.unwrap();
+    let kept = total.div_ceil(3);
+    assert_eq!(n as u64, total - kept);
+    let batches = meta.asked.lock().unwrap();
+    assert!(
+        batches.len() >= 3 && batches.iter().all(|b| b.len() <= 1000),
+        "{:?}",
+        batches.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+    let left = files_under(dir.path()).len() as u64;
+    assert_eq!(left, kept);
+}
+
+#[tokio::test]
+async fn spawned_gc_runs_and_stops_on_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let dn = open(dir.path(), false).await;
+    let dead = id(5);
+    dn.put_block(&dead, &wtok(&dead), body(b"bye", 1))
+        .await
+        .unwrap();
+    age(&dn.block_path(&dead).unwrap(), 2 * HOUR);
+    let meta = Arc::new(FakeMeta::default());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let handle = dn.spawn_gc(
+        meta.clone(),
+        HOUR,
+        Duration::from_millis(20),
+        shutdown.clone(),
+    );
+    let mut gone = false;
+    for _ in 0..200 {
+        if !dn.block_path(&dead).unwrap().exists() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(gone, "the GC task never removed the unreferenced block");
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(5), handle)
+        .await
+        .expect("gc task stops")
+        .unwrap();
+}
