@@ -1,0 +1,190 @@
+//! The bench against the real all-in-one server started in this process:
+//! every workload runs, the server accepts every signature (it verifies
+//! them, as the wrong-secret case shows), and cleanup leaves nothing.
+
+use clap::Parser;
+
+use super::args::BenchArgs;
+use super::client::S3Client;
+use super::report::{OpSummary, Summary};
+use super::run::execute;
+use crate::config::{ServerArgs, ServerConfig};
+use crate::roles::{start_server, ServerHandle};
+
+#[derive(Parser)]
+struct BenchCli {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+#[derive(Parser)]
+struct ServerCli {
+    #[command(flatten)]
+    args: ServerArgs,
+}
+
+async fn start(dir: &std::path::Path) -> ServerHandle {
+    let cli = ServerCli::try_parse_from([
+        "server",
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--s3-listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .unwrap();
+    start_server(ServerConfig::resolve(cli.args).unwrap())
+        .await
+        .unwrap()
+}
+
+fn bench_args(h: &ServerHandle, secret: &str, extra: &[&str]) -> BenchArgs {
+    let endpoint = format!("http://{}", h.s3_addr);
+    let mut argv = vec![
+        "bench",
+        "--endpoint",
+        &endpoint,
+        "--access-key",
+        &h.root.access_key_id,
+        "--secret-key",
+        secret,
+        "--bucket",
+        "bench-e2e",
+        "--no-progress",
+        "--concurrency",
+        "4",
+    ];
+    argv.extend_from_slice(extra);
+    BenchCli::try_parse_from(argv).unwrap().args
+}
+
+async fn bench(h: &ServerHandle, extra: &[&str]) -> Summary {
+    let args = bench_args(h, &h.root.secret_access_key, extra);
+    execute(&args, false).await.unwrap()
+}
+
+/// The one row of a single-operation run, which must have no errors.
+fn only<'a>(summary: &'a Summary, operation: &str) -> &'a OpSummary {
+    assert_eq!(summary.operations.len(), 1, "{}", summary.to_table());
+    let row = &summary.operations[0];
+    assert_eq!(row.operation, operation);
+    assert_eq!(row.errors, 0, "{}", summary.to_table());
+    row
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_runs_every_workload_against_the_in_process_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = start(dir.path()).await;
+
+    // Streamed 2.5 MiB bodies with a real SHA-256 the server must verify,
+    // overwriting a key space of 3.
+    let s = bench(
+        &h,
+        &[
+            "--op",
+            "put",
+            "--size",
+            "2.5MiB",
+            "--count",
+            "12",
+            "--objects",
+            "3",
+            "--payload",
+            "signed",
+        ],
+    )
+    .await;
+    let put = only(&s, "PUT");
+    assert_eq!((put.ops, put.bytes), (12, 12 * (5 << 19)));
+    assert!(put.latency_us.p50 > 0 && put.latency_us.max >= put.latency_us.p99);
+
+    // GET prepares its own key space and checks every body's length.
+    let s = bench(
+        &h,
+        &[
+            "--op",
+            "get",
+            "--size",
+            "1MiB",
+            "--objects",
+            "6",
+            "--count",
+            "30",
+        ],
+    )
+    .await;
+    let get = only(&s, "GET");
+    assert_eq!((get.ops, get.bytes), (30, 30 << 20));
+
+    let s = bench(&h, &["--op", "head", "--objects", "10", "--count", "40"]).await;
+    assert_eq!(only(&s, "HEAD").ops, 40);
+
+    let s = bench(&h, &["--op", "list", "--objects", "10", "--count", "5"]).await;
+    assert_eq!(only(&s, "LIST").ops, 5);
+
+    // DELETE walks the prepared key space once, then stops by itself.
+    let s = bench(
+        &h,
+        &["--op", "delete", "--objects", "25", "--duration", "60s"],
+    )
+    .await;
+    assert_eq!(only(&s, "DELETE").ops, 25);
+
+    // A mix stops at the count and reports each operation; cleanup then
+    // removes every object under the prefix (the bucket predates this run,
+    // so it stays).
+    let s = bench(
+        &h,
+        &[
+            "--op",
+            "mixed",
+            "--mix",
+            "put=1,get=3",
+            "--objects",
+            "8",
+            "--count",
+            "60",
+            "--cleanup",
+            "--json",
+        ],
+    )
+    .await;
+    let total = s.total.as_ref().expect("two operations ran");
+    assert_eq!(total.ops + total.errors, 60);
+    assert_eq!(total.errors, 0, "{}", s.to_table());
+    assert_eq!(s.workload, "put=1,get=3");
+    let client = S3Client::new(
+        &format!("http://{}", h.s3_addr),
+        "us-east-1",
+        &h.root.access_key_id,
+        &h.root.secret_access_key,
+        1,
+    )
+    .unwrap();
+    let page = client
+        .list_objects("bench-e2e", "", None, 1000)
+        .await
+        .unwrap();
+    assert_eq!(page.keys, Vec::<String>::new());
+    assert!(client.bucket_exists("bench-e2e").await.unwrap());
+
+    // A bucket this run creates is removed by --cleanup.
+    let mut args = bench_args(
+        &h,
+        &h.root.secret_access_key,
+        &["--op", "put", "--count", "3", "--cleanup"],
+    );
+    args.bucket = "bench-e2e-own".into();
+    execute(&args, false).await.unwrap();
+    assert!(!client.bucket_exists("bench-e2e-own").await.unwrap());
+
+    // A wrong secret is refused before any load is sent.
+    let args = bench_args(&h, "not-the-secret", &["--op", "put", "--count", "1"]);
+    let err = format!("{:#}", execute(&args, false).await.unwrap_err());
+    assert!(err.contains("403"), "{err}");
+
+    h.shutdown.cancel();
+    h.stopped.await.unwrap().unwrap();
+}

@@ -1,0 +1,31 @@
+//! `godwit bench`: a load generator for any S3 endpoint, in the spirit of
+//! Ozone's Freon and MinIO's warp.
+//!
+//! It is an ordinary SigV4 client (reqwest + aws-sigv4, path-style URLs) and
+//! knows nothing of Godwit's internals, so the same numbers can be taken
+//! against Godwit, MinIO, Garage or AWS itself. It never holds a whole object
+//! in memory: PUT bodies are a shared random 1 MiB buffer repeated as `Bytes`
+//! clones, and GET bodies are counted and dropped as they arrive.
+//!
+//! Layout: `args` (the command line), `client` (the signed S3 client),
+//! `body` (payload generation), `stats` (histograms and counters), `run`
+//! (prepare, measure, cleanup) and `report` (table and JSON).
+
+mod args;
+mod body;
+mod client;
+mod report;
+mod run;
+mod stats;
+
+#[cfg(test)]
+mod e2e_tests;
+
+pub use args::BenchArgs;
+
+/// Runs one benchmark as described by `args`: creates the bucket if needed,
+/// prepares objects for read workloads, measures, prints the summary, and
+/// cleans up when asked.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    run::run(args).await
+}
