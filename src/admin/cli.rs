@@ -6,13 +6,12 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings};
-use aws_sigv4::sign::v4;
 use clap::{Args, Subcommand};
 use comfy_table::Table;
 use godwit_common::types::AccessKey;
 
 use super::server::{ClusterStatus, KeySummary};
+use crate::bench::client::sign_headers;
 use crate::credentials::{RootCredentials, ROOT_CREDENTIALS_FILE};
 
 #[derive(Args)]
@@ -64,23 +63,12 @@ struct AdminClient {
 impl AdminClient {
     async fn send(&self, method: http::Method, path_and_query: &str) -> anyhow::Result<reqwest::Response> {
         let url = format!("{}{}", self.endpoint.trim_end_matches('/'), path_and_query);
-        let identity =
-            Credentials::new(&self.creds.access_key_id, &self.creds.secret_access_key, None, None, "godwit-admin").into();
-        let mut settings = SigningSettings::default();
-        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region("us-east-1")
-            .name("s3")
-            .time(SystemTime::now())
-            .settings(settings)
-            .build()?
-            .into();
-        let signable = SignableRequest::new(method.as_str(), &url, std::iter::empty(), SignableBody::Bytes(&[]))?;
-        let (instructions, _) = sign(signable, &params)?.into_parts();
-        let mut req = http::Request::builder().method(method).uri(&url).body(Vec::<u8>::new())?;
-        instructions.apply_to_request_http1x(&mut req);
-        let resp = self.http.execute(reqwest::Request::try_from(req)?).await?;
+        let creds = Credentials::new(&self.creds.access_key_id, &self.creds.secret_access_key, None, None, "godwit-admin");
+        // SHA-256 of the empty body: admin calls carry their arguments in the URL.
+        const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        let headers = sign_headers(method.as_str(), &url, EMPTY_SHA256, &creds, "us-east-1", SystemTime::now())?;
+        let req = self.http.request(method, &url).headers(headers).build()?;
+        let resp = self.http.execute(req).await?;
         if !resp.status().is_success() {
             let status = resp.status();
             anyhow::bail!("{status}: {}", resp.text().await.unwrap_or_default());

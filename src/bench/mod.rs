@@ -13,7 +13,7 @@
 
 mod args;
 mod body;
-mod client;
+pub mod client;
 mod report;
 mod run;
 mod stats;

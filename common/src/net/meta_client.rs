@@ -1,1 +1,392 @@
-//! `MetaClient`: `MetaApi` over HTTP (written by the meta work).
+//! `MetaClient`: `MetaApi` over HTTP, and the wire contract of the meta
+//! RPC (`wire`), which `godwit_meta::router` serves.
+//!
+//! Every method is `POST /meta/v1/<method>` with a JSON body (the method's
+//! arguments: a `wire` struct, or the argument itself when it is already a
+//! struct such as `NewObject`) and a JSON `Result<T, MetaError>` answer.
+//! Every request carries `CLUSTER_AUTH_HEADER`.
+//!
+//! Leader handling: the client talks to one endpoint at a time. When that
+//! node answers `NotLeader`, or cannot be connected to, the client moves to
+//! the next endpoint and retries (each endpoint at most once per call, and
+//! at least one retry even with a single endpoint). Both are safe for
+//! writes: a `NotLeader` answer or a refused connection means the command
+//! was not proposed. Timeouts after the request was sent are not retried.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::cluster::{ClusterSecret, CLUSTER_AUTH_HEADER};
+use crate::error::MetaError;
+use crate::meta_api::{MetaApi, MetaResult};
+use crate::types::*;
+
+/// Path prefix of the meta RPC.
+pub const META_RPC_PREFIX: &str = "/meta/v1/";
+
+/// Request bodies of the meta RPC methods whose arguments are not already
+/// one struct.
+pub mod wire {
+    use serde::{Deserialize, Serialize};
+
+    use crate::types::{PartRecord, VersioningState};
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct CreateBucket {
+        pub name: String,
+        pub region: String,
+        pub owner: String,
+    }
+
+    /// get_bucket, delete_bucket.
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct Bucket {
+        pub name: String,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct SetVersioning {
+        pub bucket: String,
+        pub state: VersioningState,
+    }
+
+    /// get_object, delete_object.
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct Object {
+        pub bucket: String,
+        pub key: String,
+        pub version_id: Option<String>,
+    }
+
+    /// get_upload, abort_upload.
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct Upload {
+        pub bucket: String,
+        pub key: String,
+        pub upload_id: String,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct PutPart {
+        pub bucket: String,
+        pub key: String,
+        pub upload_id: String,
+        pub part: PartRecord,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct ListParts {
+        pub bucket: String,
+        pub key: String,
+        pub upload_id: String,
+        pub marker: u32,
+        pub max: usize,
+    }
+
+    /// get_access_key, delete_access_key.
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct AccessKeyId {
+        pub access_key_id: String,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct AllocateBlocks {
+        pub count: usize,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct BlockIds {
+        pub ids: Vec<String>,
+    }
+
+    /// Methods without arguments.
+    #[derive(Serialize, Deserialize, Debug, Clone, Default)]
+    pub struct Empty {}
+}
+
+/// Idle connections kept per meta node.
+const POOL_IDLE_PER_HOST: usize = 32;
+/// Whole-request timeout; meta answers in milliseconds unless it has no
+/// quorum.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct MetaClient {
+    endpoints: Vec<String>,
+    bearer: String,
+    http: reqwest::Client,
+    /// Index of the endpoint believed to be the leader.
+    current: AtomicUsize,
+}
+
+impl MetaClient {
+    /// `endpoints`: base URLs of the meta nodes, like `http://127.0.0.1:9002`.
+    pub fn new(endpoints: Vec<String>, secret: ClusterSecret) -> Self {
+        let http = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(POOL_IDLE_PER_HOST)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(REQUEST_TIMEOUT)
+            .http1_only()
+            .build()
+            .expect("reqwest client with static settings");
+        let endpoints = endpoints
+            .into_iter()
+            .map(|e| e.trim_end_matches('/').to_string())
+            .collect();
+        MetaClient {
+            endpoints,
+            bearer: secret.bearer(),
+            http,
+            current: AtomicUsize::new(0),
+        }
+    }
+
+    async fn call<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
+        &self,
+        method: &str,
+        req: &Req,
+    ) -> MetaResult<Resp> {
+        if self.endpoints.is_empty() {
+            return Err(MetaError::Unavailable("no meta endpoint configured".into()));
+        }
+        let attempts = self.endpoints.len().max(2);
+        let mut last_err = MetaError::Unavailable("no attempt made".into());
+        for _ in 0..attempts {
+            let at = self.current.load(Ordering::Relaxed) % self.endpoints.len();
+            let url = format!("{}{META_RPC_PREFIX}{method}", self.endpoints[at]);
+            let sent = self
+                .http
+                .post(&url)
+                .header(CLUSTER_AUTH_HEADER, &self.bearer)
+                .json(req)
+                .send()
+                .await;
+            let resp = match sent {
+                Ok(r) => r,
+                // Not connected: nothing was proposed, try the next node.
+                Err(e) if e.is_connect() => {
+                    last_err = MetaError::Unavailable(format!("{url}: {e}"));
+                    self.rotate(at);
+                    continue;
+                }
+                Err(e) => return Err(MetaError::Unavailable(format!("{url}: {e}"))),
+            };
+            let status = resp.status();
+            if !status.is_success() {
+                let body = resp.text().await.unwrap_or_default();
+                return Err(MetaError::Unavailable(format!(
+                    "{url}: HTTP {status}: {body}"
+                )));
+            }
+            let result: MetaResult<Resp> = resp
+                .json()
+                .await
+                .map_err(|e| MetaError::Unavailable(format!("{url}: bad response: {e}")))?;
+            match result {
+                Err(MetaError::NotLeader { leader }) if self.endpoints.len() > 1 => {
+                    last_err = MetaError::NotLeader { leader };
+                    self.rotate(at);
+                }
+                other => return other,
+            }
+        }
+        Err(last_err)
+    }
+
+    /// Moves to the endpoint after `from`, unless another call already moved.
+    fn rotate(&self, from: usize) {
+        let _ = self.current.compare_exchange(
+            from,
+            (from + 1) % self.endpoints.len(),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+}
+
+#[async_trait]
+impl MetaApi for MetaClient {
+    async fn create_bucket(&self, name: &str, region: &str, owner: &str) -> MetaResult<BucketInfo> {
+        let req = wire::CreateBucket {
+            name: name.into(),
+            region: region.into(),
+            owner: owner.into(),
+        };
+        self.call("create_bucket", &req).await
+    }
+
+    async fn get_bucket(&self, name: &str) -> MetaResult<BucketInfo> {
+        self.call("get_bucket", &wire::Bucket { name: name.into() })
+            .await
+    }
+
+    async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>> {
+        self.call("list_buckets", &wire::Empty {}).await
+    }
+
+    async fn delete_bucket(&self, name: &str) -> MetaResult<()> {
+        self.call("delete_bucket", &wire::Bucket { name: name.into() })
+            .await
+    }
+
+    async fn set_versioning(&self, bucket: &str, state: VersioningState) -> MetaResult<()> {
+        let req = wire::SetVersioning {
+            bucket: bucket.into(),
+            state,
+        };
+        self.call("set_versioning", &req).await
+    }
+
+    async fn put_object(&self, obj: NewObject) -> MetaResult<ObjectVersion> {
+        self.call("put_object", &obj).await
+    }
+
+    async fn get_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> MetaResult<ObjectRead> {
+        let req = wire::Object {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(str::to_string),
+        };
+        self.call("get_object", &req).await
+    }
+
+    async fn delete_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> MetaResult<DeleteOutcome> {
+        let req = wire::Object {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(str::to_string),
+        };
+        self.call("delete_object", &req).await
+    }
+
+    async fn list_objects(&self, q: ListObjectsQuery) -> MetaResult<ListObjectsPage> {
+        self.call("list_objects", &q).await
+    }
+
+    async fn list_versions(&self, q: ListVersionsQuery) -> MetaResult<ListVersionsPage> {
+        self.call("list_versions", &q).await
+    }
+
+    async fn create_upload(&self, u: NewUpload) -> MetaResult<UploadInfo> {
+        self.call("create_upload", &u).await
+    }
+
+    async fn get_upload(&self, bucket: &str, key: &str, upload_id: &str) -> MetaResult<UploadInfo> {
+        let req = wire::Upload {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+        };
+        self.call("get_upload", &req).await
+    }
+
+    async fn put_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part: PartRecord,
+    ) -> MetaResult<()> {
+        let req = wire::PutPart {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+            part,
+        };
+        self.call("put_part", &req).await
+    }
+
+    async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        marker: u32,
+        max: usize,
+    ) -> MetaResult<ListPartsPage> {
+        let req = wire::ListParts {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+            marker,
+            max,
+        };
+        self.call("list_parts", &req).await
+    }
+
+    async fn complete_upload(&self, c: CompleteUpload) -> MetaResult<ObjectVersion> {
+        self.call("complete_upload", &c).await
+    }
+
+    async fn abort_upload(&self, bucket: &str, key: &str, upload_id: &str) -> MetaResult<()> {
+        let req = wire::Upload {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+        };
+        self.call("abort_upload", &req).await
+    }
+
+    async fn list_uploads(&self, q: ListUploadsQuery) -> MetaResult<ListUploadsPage> {
+        self.call("list_uploads", &q).await
+    }
+
+    async fn get_access_key(&self, access_key_id: &str) -> MetaResult<AccessKey> {
+        let req = wire::AccessKeyId {
+            access_key_id: access_key_id.into(),
+        };
+        self.call("get_access_key", &req).await
+    }
+
+    async fn put_access_key(&self, key: AccessKey) -> MetaResult<AccessKey> {
+        self.call("put_access_key", &key).await
+    }
+
+    async fn list_access_keys(&self) -> MetaResult<Vec<AccessKey>> {
+        self.call("list_access_keys", &wire::Empty {}).await
+    }
+
+    async fn delete_access_key(&self, access_key_id: &str) -> MetaResult<()> {
+        let req = wire::AccessKeyId {
+            access_key_id: access_key_id.into(),
+        };
+        self.call("delete_access_key", &req).await
+    }
+
+    async fn allocate_blocks(&self, count: usize) -> MetaResult<Vec<BlockAlloc>> {
+        self.call("allocate_blocks", &wire::AllocateBlocks { count })
+            .await
+    }
+
+    async fn unreferenced_blocks(&self, ids: Vec<String>) -> MetaResult<Vec<String>> {
+        self.call("unreferenced_blocks", &wire::BlockIds { ids })
+            .await
+    }
+
+    async fn register_datanode(&self, info: DatanodeInfo) -> MetaResult<()> {
+        self.call("register_datanode", &info).await
+    }
+
+    async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
+        self.call("list_datanodes", &wire::Empty {}).await
+    }
+
+    async fn status(&self) -> MetaResult<MetaStatus> {
+        self.call("status", &wire::Empty {}).await
+    }
+}

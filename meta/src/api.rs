@@ -1,0 +1,397 @@
+//! `MetaApi` on `MetaNode`: writes become commands committed through Raft;
+//! reads pass the read-index barrier and then read rocksdb directly.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use godwit_common::block_token::{self, BlockOp};
+use godwit_common::meta_api::MetaResult;
+use godwit_common::types::*;
+use godwit_common::{MetaApi, MetaError};
+use rocksdb::{IteratorMode, DB};
+
+use crate::command::{Command, Reply};
+use crate::listing;
+use crate::node::{now_ms, random_id, upload_id, MetaNode};
+use crate::store::*;
+
+/// Most blocks one `allocate_blocks` call hands out.
+const MAX_BLOCKS_PER_ALLOCATION: usize = 10_000;
+
+fn unexpected(r: Reply) -> MetaError {
+    MetaError::Internal(format!("unexpected state machine reply {r:?}"))
+}
+
+fn db_err(e: rocksdb::Error) -> MetaError {
+    MetaError::Internal(format!("rocksdb: {e}"))
+}
+
+fn scan_all<T: serde::de::DeserializeOwned>(db: &DB, cf_name: &str) -> MetaResult<Vec<T>> {
+    db.iterator_cf(cf(db, cf_name), IteratorMode::Start)
+        .map(|item| decode(&item.map_err(db_err)?.1))
+        .collect()
+}
+
+impl MetaNode {
+    /// Runs a listing on a blocking thread: a page may be a thousand seeks.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&DB) -> MetaResult<T> + Send + 'static,
+    ) -> MetaResult<T> {
+        let db: Arc<DB> = self.db.clone();
+        tokio::task::spawn_blocking(move || f(&db))
+            .await
+            .map_err(|e| MetaError::Internal(format!("listing task: {e}")))?
+    }
+
+    fn read_grant(&self, data: &ObjectData) -> ReadGrant {
+        ReadGrant {
+            tokens: data
+                .block_ids()
+                .map(|id| {
+                    (
+                        id.to_string(),
+                        block_token::issue(&self.cfg.cluster_secret, id, BlockOp::Read),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    fn read_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> MetaResult<ObjectVersion> {
+        listing::load_bucket(&self.db, bucket)?;
+        let missing = match version_id {
+            Some(_) => MetaError::NoSuchVersion,
+            None => MetaError::NoSuchKey,
+        };
+        if key.is_empty() || key.as_bytes().contains(&0) {
+            return Err(missing);
+        }
+        let prefix = key_prefix(bucket, key);
+        let mut it = self.db.raw_iterator_cf(cf(&self.db, CF_OBJECTS));
+        it.seek(&prefix);
+        let latest_seq = match it.key() {
+            Some(k) if k.starts_with(&prefix) => seq_of_object_key(k),
+            _ => {
+                it.status().map_err(db_err)?;
+                return Err(missing);
+            }
+        };
+        let seq = match version_id {
+            None => latest_seq,
+            Some(vid) => {
+                let idx = self
+                    .db
+                    .get_cf(
+                        cf(&self.db, CF_VERSION_INDEX),
+                        version_index_key(bucket, key, vid),
+                    )
+                    .map_err(db_err)?
+                    .ok_or(MetaError::NoSuchVersion)?;
+                u64::from_be_bytes(
+                    idx.as_slice()
+                        .try_into()
+                        .map_err(|_| MetaError::Internal("corrupt version index".into()))?,
+                )
+            }
+        };
+        let raw = self
+            .db
+            .get_cf(cf(&self.db, CF_OBJECTS), object_key(bucket, key, seq))
+            .map_err(db_err)?
+            .ok_or_else(|| {
+                MetaError::Internal(format!(
+                    "version index names a missing version of {bucket}/{key}"
+                ))
+            })?;
+        let mut v: ObjectVersion = decode(&raw)?;
+        v.is_latest = seq == latest_seq;
+        Ok(v)
+    }
+}
+
+#[async_trait]
+impl MetaApi for MetaNode {
+    async fn create_bucket(&self, name: &str, region: &str, owner: &str) -> MetaResult<BucketInfo> {
+        let cmd = Command::CreateBucket {
+            name: name.into(),
+            region: region.into(),
+            owner: owner.into(),
+            now_ms: now_ms(),
+        };
+        match self.write(cmd).await? {
+            Reply::Bucket(b) => Ok(b),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn get_bucket(&self, name: &str) -> MetaResult<BucketInfo> {
+        self.linearizable().await?;
+        listing::load_bucket(&self.db, name)
+    }
+
+    async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>> {
+        self.linearizable().await?;
+        // Keys are the names: rocksdb order is name order.
+        scan_all(&self.db, CF_BUCKETS)
+    }
+
+    async fn delete_bucket(&self, name: &str) -> MetaResult<()> {
+        self.write(Command::DeleteBucket { name: name.into() })
+            .await
+            .map(|_| ())
+    }
+
+    async fn set_versioning(&self, bucket: &str, state: VersioningState) -> MetaResult<()> {
+        let cmd = Command::SetVersioning {
+            bucket: bucket.into(),
+            state,
+        };
+        self.write(cmd).await.map(|_| ())
+    }
+
+    async fn put_object(&self, obj: NewObject) -> MetaResult<ObjectVersion> {
+        let cmd = Command::PutObject {
+            obj,
+            version_id: random_id(),
+            now_ms: now_ms(),
+        };
+        match self.write(cmd).await? {
+            Reply::Version(v) => Ok(*v),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn get_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> MetaResult<ObjectRead> {
+        self.linearizable().await?;
+        let version = self.read_object(bucket, key, version_id)?;
+        let grant = self.read_grant(&version.data);
+        Ok(ObjectRead { version, grant })
+    }
+
+    async fn delete_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> MetaResult<DeleteOutcome> {
+        let cmd = Command::DeleteObject {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(str::to_string),
+            new_version_id: random_id(),
+            now_ms: now_ms(),
+        };
+        match self.write(cmd).await? {
+            Reply::Deleted(d) => Ok(d),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn list_objects(&self, q: ListObjectsQuery) -> MetaResult<ListObjectsPage> {
+        self.linearizable().await?;
+        self.blocking(move |db| listing::list_objects(db, &q)).await
+    }
+
+    async fn list_versions(&self, q: ListVersionsQuery) -> MetaResult<ListVersionsPage> {
+        self.linearizable().await?;
+        self.blocking(move |db| listing::list_versions(db, &q))
+            .await
+    }
+
+    async fn create_upload(&self, u: NewUpload) -> MetaResult<UploadInfo> {
+        let now = now_ms();
+        let cmd = Command::CreateUpload {
+            upload: u,
+            upload_id: upload_id(now),
+            now_ms: now,
+        };
+        match self.write(cmd).await? {
+            Reply::Upload(u) => Ok(*u),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn get_upload(&self, bucket: &str, key: &str, upload_id: &str) -> MetaResult<UploadInfo> {
+        self.linearizable().await?;
+        listing::load_bucket(&self.db, bucket)?;
+        match self
+            .db
+            .get_cf(cf(&self.db, CF_UPLOADS), upload_key(bucket, key, upload_id))
+            .map_err(db_err)?
+        {
+            Some(b) => decode(&b),
+            None => Err(MetaError::NoSuchUpload),
+        }
+    }
+
+    async fn put_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part: PartRecord,
+    ) -> MetaResult<()> {
+        let cmd = Command::PutPart {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+            part,
+        };
+        self.write(cmd).await.map(|_| ())
+    }
+
+    async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        marker: u32,
+        max: usize,
+    ) -> MetaResult<ListPartsPage> {
+        // get_upload passes the barrier and checks bucket and upload.
+        self.get_upload(bucket, key, upload_id).await?;
+        let upload_id = upload_id.to_string();
+        self.blocking(move |db| listing::list_parts(db, &upload_id, marker, max))
+            .await
+    }
+
+    async fn complete_upload(&self, c: CompleteUpload) -> MetaResult<ObjectVersion> {
+        let cmd = Command::CompleteUpload {
+            complete: c,
+            version_id: random_id(),
+            now_ms: now_ms(),
+            min_part_size: self.cfg.min_part_size,
+        };
+        match self.write(cmd).await? {
+            Reply::Version(v) => Ok(*v),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn abort_upload(&self, bucket: &str, key: &str, upload_id: &str) -> MetaResult<()> {
+        let cmd = Command::AbortUpload {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+        };
+        self.write(cmd).await.map(|_| ())
+    }
+
+    async fn list_uploads(&self, q: ListUploadsQuery) -> MetaResult<ListUploadsPage> {
+        self.linearizable().await?;
+        self.blocking(move |db| listing::list_uploads(db, &q)).await
+    }
+
+    async fn get_access_key(&self, access_key_id: &str) -> MetaResult<AccessKey> {
+        self.linearizable().await?;
+        match self
+            .db
+            .get_cf(cf(&self.db, CF_KEYS), access_key_id.as_bytes())
+            .map_err(db_err)?
+        {
+            Some(b) => decode(&b),
+            None => Err(MetaError::NoSuchAccessKey),
+        }
+    }
+
+    async fn put_access_key(&self, key: AccessKey) -> MetaResult<AccessKey> {
+        match self.write(Command::PutAccessKey { key }).await? {
+            Reply::AccessKey(k) => Ok(k),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn list_access_keys(&self) -> MetaResult<Vec<AccessKey>> {
+        self.linearizable().await?;
+        scan_all(&self.db, CF_KEYS)
+    }
+
+    async fn delete_access_key(&self, access_key_id: &str) -> MetaResult<()> {
+        let cmd = Command::DeleteAccessKey {
+            access_key_id: access_key_id.into(),
+        };
+        self.write(cmd).await.map(|_| ())
+    }
+
+    async fn allocate_blocks(&self, count: usize) -> MetaResult<Vec<BlockAlloc>> {
+        if count > MAX_BLOCKS_PER_ALLOCATION {
+            return Err(MetaError::InvalidArgument(format!(
+                "at most {MAX_BLOCKS_PER_ALLOCATION} blocks per allocation"
+            )));
+        }
+        let nodes = self.list_datanodes().await?;
+        if nodes.is_empty() {
+            return Err(MetaError::Unavailable("no datanode is registered".into()));
+        }
+        // Fewer datanodes than the replication factor: every block goes to
+        // all of them (a warning-worthy but working cluster).
+        let copies = self.cfg.replication_factor.clamp(1, nodes.len());
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            let first = self.next_datanode.fetch_add(1, Ordering::Relaxed);
+            let placed = (0..copies)
+                .map(|i| nodes[(first + i) % nodes.len()].id)
+                .collect();
+            let id = random_id();
+            let token = block_token::issue(&self.cfg.cluster_secret, &id, BlockOp::Write);
+            out.push(BlockAlloc {
+                id,
+                nodes: placed,
+                token,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn unreferenced_blocks(&self, ids: Vec<String>) -> MetaResult<Vec<String>> {
+        self.linearizable().await?;
+        self.blocking(move |db| {
+            let blocks = cf(db, CF_BLOCKS);
+            let found = db.multi_get_cf(ids.iter().map(|id| (blocks, id.as_bytes())));
+            let mut out = Vec::new();
+            for (id, r) in ids.iter().zip(found) {
+                if r.map_err(db_err)?.is_none() {
+                    out.push(id.clone());
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn register_datanode(&self, info: DatanodeInfo) -> MetaResult<()> {
+        self.write(Command::RegisterDatanode { info })
+            .await
+            .map(|_| ())
+    }
+
+    async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
+        self.linearizable().await?;
+        scan_all(&self.db, CF_DATANODES)
+    }
+
+    async fn status(&self) -> MetaResult<MetaStatus> {
+        let m = self.raft.metrics().borrow().clone();
+        Ok(MetaStatus {
+            node_id: m.id,
+            state: format!("{:?}", m.state),
+            current_term: m.current_term,
+            current_leader: m.current_leader,
+            last_log_index: m.last_log_index,
+            last_applied: m.last_applied.map(|l| l.index),
+            members: m.membership_config.voter_ids().collect(),
+        })
+    }
+}

@@ -1,0 +1,197 @@
+//! Applying a command to the state machine. Everything here is a
+//! deterministic function of (state, command, log position): no clock, no
+//! randomness, no I/O other than the overlay. A command that is refused
+//! (no such bucket, invalid part, ...) returns its `MetaError` and leaves
+//! the state untouched; the entry is still applied.
+
+mod multipart;
+mod objects;
+
+use godwit_common::types::*;
+use godwit_common::MetaError;
+
+use crate::command::{Command, Reply};
+use crate::store::overlay::Overlay;
+use crate::store::*;
+
+/// Applies one command at position `pos` of the entry at `log_index`.
+pub fn apply_command(
+    tx: &mut Overlay,
+    cmd: Command,
+    log_index: u64,
+    pos: usize,
+) -> Result<Reply, MetaError> {
+    let seq = crate::command::version_seq(log_index, pos);
+    match cmd {
+        Command::CreateBucket {
+            name,
+            region,
+            owner,
+            now_ms,
+        } => create_bucket(tx, name, region, owner, now_ms),
+        Command::DeleteBucket { name } => delete_bucket(tx, &name),
+        Command::SetVersioning { bucket, state } => set_versioning(tx, &bucket, state),
+        Command::PutObject {
+            obj,
+            version_id,
+            now_ms,
+        } => objects::put_object(tx, obj, version_id, now_ms, seq),
+        Command::DeleteObject {
+            bucket,
+            key,
+            version_id,
+            new_version_id,
+            now_ms,
+        } => objects::delete_object(tx, &bucket, &key, version_id, new_version_id, now_ms, seq),
+        Command::CreateUpload {
+            upload,
+            upload_id,
+            now_ms,
+        } => multipart::create_upload(tx, upload, upload_id, now_ms),
+        Command::PutPart {
+            bucket,
+            key,
+            upload_id,
+            part,
+        } => multipart::put_part(tx, &bucket, &key, &upload_id, part),
+        Command::CompleteUpload {
+            complete,
+            version_id,
+            now_ms,
+            min_part_size,
+        } => multipart::complete_upload(tx, complete, version_id, now_ms, min_part_size, seq),
+        Command::AbortUpload {
+            bucket,
+            key,
+            upload_id,
+        } => multipart::abort_upload(tx, &bucket, &key, &upload_id),
+        Command::PutAccessKey { key } => put_access_key(tx, key),
+        Command::DeleteAccessKey { access_key_id } => delete_access_key(tx, &access_key_id),
+        Command::RegisterDatanode { info } => {
+            tx.put(CF_DATANODES, info.id.to_be_bytes().to_vec(), encode(&info));
+            Ok(Reply::Done)
+        }
+    }
+}
+
+pub(crate) fn load_bucket(tx: &Overlay, name: &str) -> Result<BucketInfo, MetaError> {
+    match tx.get(CF_BUCKETS, name.as_bytes())? {
+        Some(b) => decode(&b),
+        None => Err(MetaError::NoSuchBucket),
+    }
+}
+
+fn create_bucket(
+    tx: &mut Overlay,
+    name: String,
+    region: String,
+    owner: String,
+    now_ms: i64,
+) -> Result<Reply, MetaError> {
+    if name.is_empty() || name.as_bytes().contains(&0) {
+        return Err(MetaError::InvalidArgument("invalid bucket name".into()));
+    }
+    if tx.get(CF_BUCKETS, name.as_bytes())?.is_some() {
+        return Err(MetaError::BucketAlreadyOwnedByYou);
+    }
+    let info = BucketInfo {
+        name: name.clone(),
+        created_ms: now_ms,
+        region,
+        versioning: VersioningState::Unversioned,
+        owner,
+    };
+    tx.put(CF_BUCKETS, name.into_bytes(), encode(&info));
+    Ok(Reply::Bucket(info))
+}
+
+fn delete_bucket(tx: &mut Overlay, name: &str) -> Result<Reply, MetaError> {
+    load_bucket(tx, name)?;
+    let prefix = bucket_prefix(name);
+    // Versions and delete markers both live in `objects`.
+    if tx.first_with_prefix(CF_OBJECTS, &prefix)?.is_some()
+        || tx.first_with_prefix(CF_UPLOADS, &prefix)?.is_some()
+    {
+        return Err(MetaError::BucketNotEmpty);
+    }
+    tx.delete(CF_BUCKETS, name.as_bytes().to_vec());
+    Ok(Reply::Done)
+}
+
+fn set_versioning(
+    tx: &mut Overlay,
+    bucket: &str,
+    state: VersioningState,
+) -> Result<Reply, MetaError> {
+    let mut info = load_bucket(tx, bucket)?;
+    if state == VersioningState::Unversioned {
+        // S3 has no way back to "never versioned".
+        return Err(MetaError::InvalidArgument(
+            "versioning can only be Enabled or Suspended".into(),
+        ));
+    }
+    info.versioning = state;
+    tx.put(CF_BUCKETS, bucket.as_bytes().to_vec(), encode(&info));
+    Ok(Reply::Done)
+}
+
+fn put_access_key(tx: &mut Overlay, key: AccessKey) -> Result<Reply, MetaError> {
+    if let Some(existing) = tx.get(CF_KEYS, key.access_key_id.as_bytes())? {
+        return Ok(Reply::AccessKey(decode(&existing)?));
+    }
+    tx.put(CF_KEYS, key.access_key_id.as_bytes().to_vec(), encode(&key));
+    Ok(Reply::AccessKey(key))
+}
+
+fn delete_access_key(tx: &mut Overlay, id: &str) -> Result<Reply, MetaError> {
+    if tx.get(CF_KEYS, id.as_bytes())?.is_none() {
+        return Err(MetaError::NoSuchAccessKey);
+    }
+    tx.delete(CF_KEYS, id.as_bytes().to_vec());
+    Ok(Reply::Done)
+}
+
+// ---- block reference counts ----
+
+fn read_count(tx: &Overlay, id: &str) -> Result<u64, MetaError> {
+    Ok(match tx.get(CF_BLOCKS, id.as_bytes())? {
+        Some(b) if b.len() == 8 => u64::from_be_bytes(b.as_slice().try_into().unwrap()),
+        Some(_) => {
+            return Err(MetaError::Internal(format!(
+                "corrupt refcount for block {id}"
+            )))
+        }
+        None => 0,
+    })
+}
+
+/// One more committed version or live part names each of these blocks
+/// (a CopyObject may name blocks that already have references).
+pub(crate) fn add_refs(tx: &mut Overlay, data: &ObjectData) -> Result<(), MetaError> {
+    for id in data.block_ids() {
+        let n = read_count(tx, id)?;
+        tx.put(
+            CF_BLOCKS,
+            id.as_bytes().to_vec(),
+            (n + 1).to_be_bytes().to_vec(),
+        );
+    }
+    Ok(())
+}
+
+/// A version or part naming these blocks is gone; a block whose count
+/// reaches zero loses its row and becomes garbage for the datanodes.
+pub(crate) fn drop_refs(tx: &mut Overlay, data: &ObjectData) -> Result<(), MetaError> {
+    for id in data.block_ids() {
+        match read_count(tx, id)? {
+            // Never below zero: a missing row is already "unreferenced".
+            0 | 1 => tx.delete(CF_BLOCKS, id.as_bytes().to_vec()),
+            n => tx.put(
+                CF_BLOCKS,
+                id.as_bytes().to_vec(),
+                (n - 1).to_be_bytes().to_vec(),
+            ),
+        }
+    }
+    Ok(())
+}

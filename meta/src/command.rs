@@ -1,0 +1,151 @@
+//! What goes into the Raft log: a `Proposal` of one or more `Command`s, and
+//! what comes back out of the state machine: one `Result<Reply, MetaError>`
+//! per command.
+//!
+//! Every value that is not a pure function of the state (version ids, upload
+//! ids, timestamps) is chosen by the node that proposes the command and
+//! carried in it, so that applying the log is deterministic on every replica.
+//! Everything that depends on the state (does the bucket exist, is this part
+//! there with that ETag) is checked while applying.
+
+use std::io::Cursor;
+
+use godwit_common::types::*;
+use godwit_common::MetaError;
+use serde::{Deserialize, Serialize};
+
+openraft::declare_raft_types!(
+    /// Raft types of the meta group.
+    pub TypeConfig:
+        D = Proposal,
+        R = ProposalResult,
+        NodeId = u64,
+        Node = openraft::BasicNode,
+        Entry = openraft::Entry<TypeConfig>,
+        SnapshotData = Cursor<Vec<u8>>,
+);
+
+pub type Raft = openraft::Raft<TypeConfig>;
+pub type LogId = openraft::LogId<u64>;
+pub type StorageError = openraft::StorageError<u64>;
+pub type StoredMembership = openraft::StoredMembership<u64, openraft::BasicNode>;
+
+/// Most commands one proposal carries. Also bounds the in-entry position
+/// used to derive version sequence numbers (see `version_seq`).
+pub const MAX_COMMANDS_PER_PROPOSAL: usize = 1024;
+
+/// One Raft log entry's payload: the commands that arrived while the
+/// previous proposal was being committed (group commit, see `proposer.rs`).
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct Proposal {
+    pub cmds: Vec<Command>,
+}
+
+/// The state machine's answer to a `Proposal`, one result per command in
+/// the same order. Membership and blank entries answer an empty list.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ProposalResult {
+    pub results: Vec<Result<Reply, MetaError>>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub enum Command {
+    CreateBucket {
+        name: String,
+        region: String,
+        owner: String,
+        now_ms: i64,
+    },
+    DeleteBucket {
+        name: String,
+    },
+    SetVersioning {
+        bucket: String,
+        state: VersioningState,
+    },
+    /// `version_id` is used only when the bucket has versioning Enabled;
+    /// otherwise the version is "null".
+    PutObject {
+        obj: NewObject,
+        version_id: String,
+        now_ms: i64,
+    },
+    /// `new_version_id` names the delete marker if one is created in an
+    /// Enabled bucket.
+    DeleteObject {
+        bucket: String,
+        key: String,
+        version_id: Option<String>,
+        new_version_id: String,
+        now_ms: i64,
+    },
+    CreateUpload {
+        upload: NewUpload,
+        upload_id: String,
+        now_ms: i64,
+    },
+    PutPart {
+        bucket: String,
+        key: String,
+        upload_id: String,
+        part: PartRecord,
+    },
+    CompleteUpload {
+        complete: CompleteUpload,
+        version_id: String,
+        now_ms: i64,
+        min_part_size: u64,
+    },
+    AbortUpload {
+        bucket: String,
+        key: String,
+        upload_id: String,
+    },
+    PutAccessKey {
+        key: AccessKey,
+    },
+    DeleteAccessKey {
+        access_key_id: String,
+    },
+    RegisterDatanode {
+        info: DatanodeInfo,
+    },
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub enum Reply {
+    Done,
+    Bucket(BucketInfo),
+    Version(Box<ObjectVersion>),
+    Deleted(DeleteOutcome),
+    Upload(Box<UploadInfo>),
+    AccessKey(AccessKey),
+}
+
+impl Command {
+    /// Short name for logs and metrics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::CreateBucket { .. } => "create_bucket",
+            Command::DeleteBucket { .. } => "delete_bucket",
+            Command::SetVersioning { .. } => "set_versioning",
+            Command::PutObject { .. } => "put_object",
+            Command::DeleteObject { .. } => "delete_object",
+            Command::CreateUpload { .. } => "create_upload",
+            Command::PutPart { .. } => "put_part",
+            Command::CompleteUpload { .. } => "complete_upload",
+            Command::AbortUpload { .. } => "abort_upload",
+            Command::PutAccessKey { .. } => "put_access_key",
+            Command::DeleteAccessKey { .. } => "delete_access_key",
+            Command::RegisterDatanode { .. } => "register_datanode",
+        }
+    }
+}
+
+/// The ordering number of a version written by command `pos` of the entry
+/// at `log_index`: unique and increasing in log order, the same on every
+/// replica.
+pub fn version_seq(log_index: u64, pos: usize) -> u64 {
+    debug_assert!(pos < 4096);
+    (log_index << 12) | pos as u64
+}

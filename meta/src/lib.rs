@@ -1,0 +1,33 @@
+//! The metadata role: buckets, object versions, multipart uploads, access
+//! keys, block reference counts and datanode registrations, replicated with
+//! openraft and stored in rocksdb (Raft log and state machine in one DB).
+//!
+//! Its door is `godwit_common::MetaApi`, implemented here by `MetaNode` and
+//! served to other processes by `router` (the network twin is
+//! `godwit_common::net::MetaClient`). This crate never touches object bytes
+//! or datanode disks: it names blocks and hands out tokens for them.
+//!
+//! Map: `command.rs` (what the log carries), `proposer.rs` (group commit),
+//! `apply/` (the deterministic state machine logic), `store/` (rocksdb: log,
+//! state machine, snapshots), `listing.rs` (range scans), `api.rs`
+//! (`MetaApi`), `network.rs` + `rpc.rs` (HTTP transport), `metrics.rs`.
+
+// openraft's StorageError is large and is the Err of every storage trait
+// method; boxing it locally would only add conversions.
+#![allow(clippy::result_large_err)]
+
+mod api;
+mod apply;
+pub mod command;
+mod listing;
+pub mod metrics;
+mod network;
+mod node;
+mod proposer;
+mod rpc;
+mod store;
+
+pub use node::{
+    LogCounters, MetaConfig, MetaNode, DEFAULT_INLINE_THRESHOLD, DEFAULT_MIN_PART_SIZE,
+};
+pub use rpc::router;

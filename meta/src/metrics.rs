@@ -1,0 +1,101 @@
+//! Prometheus metrics of the meta role, registered once per process in
+//! `prometheus::default_registry()`.
+//!
+//! `godwit_meta_log_entries_total / godwit_meta_log_fsyncs_total` and
+//! `godwit_meta_commands_applied_total / godwit_meta_log_fsyncs_total` show
+//! group commit at work: above 1 under concurrent writes.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use prometheus::{IntCounter, IntGauge};
+
+type RaftMetrics = openraft::RaftMetrics<u64, openraft::BasicNode>;
+
+pub struct Metrics {
+    pub raft_term: IntGauge,
+    pub raft_is_leader: IntGauge,
+    pub raft_last_applied: IntGauge,
+    pub raft_last_log_index: IntGauge,
+    pub log_fsyncs: IntCounter,
+    pub log_entries: IntCounter,
+    pub commands_applied: IntCounter,
+    pub proposals: IntCounter,
+}
+
+fn gauge(name: &str, help: &str) -> IntGauge {
+    let g = IntGauge::new(name, help).expect("valid metric name");
+    // Already registered (two registries in one process) is harmless.
+    let _ = prometheus::default_registry().register(Box::new(g.clone()));
+    g
+}
+
+fn counter(name: &str, help: &str) -> IntCounter {
+    let c = IntCounter::new(name, help).expect("valid metric name");
+    let _ = prometheus::default_registry().register(Box::new(c.clone()));
+    c
+}
+
+pub fn get() -> &'static Metrics {
+    static M: OnceLock<Metrics> = OnceLock::new();
+    M.get_or_init(|| Metrics {
+        raft_term: gauge(
+            "godwit_meta_raft_term",
+            "Current Raft term of this meta node",
+        ),
+        raft_is_leader: gauge(
+            "godwit_meta_raft_is_leader",
+            "1 when this meta node is the Raft leader",
+        ),
+        raft_last_applied: gauge(
+            "godwit_meta_raft_last_applied",
+            "Index of the last applied log entry",
+        ),
+        raft_last_log_index: gauge(
+            "godwit_meta_raft_last_log_index",
+            "Index of the last log entry",
+        ),
+        log_fsyncs: counter("godwit_meta_log_fsyncs_total", "Synced Raft log appends"),
+        log_entries: counter("godwit_meta_log_entries_total", "Raft log entries appended"),
+        commands_applied: counter(
+            "godwit_meta_commands_applied_total",
+            "Metadata commands applied to the state machine",
+        ),
+        proposals: counter(
+            "godwit_meta_proposals_total",
+            "Raft entries proposed by this node (each carries one or more commands)",
+        ),
+    })
+}
+
+/// How often the Raft gauges are refreshed (they also follow every change
+/// the metrics channel reports).
+const REFRESH: Duration = Duration::from_secs(1);
+
+/// Follows `raft.metrics()` into the gauges until the raft stops.
+pub fn spawn_raft_gauges(
+    mut rx: tokio::sync::watch::Receiver<RaftMetrics>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let m = get();
+        loop {
+            {
+                let r = rx.borrow_and_update();
+                m.raft_term.set(r.current_term as i64);
+                m.raft_is_leader
+                    .set((r.state == openraft::ServerState::Leader) as i64);
+                m.raft_last_applied
+                    .set(r.last_applied.map(|l| l.index as i64).unwrap_or(0));
+                m.raft_last_log_index
+                    .set(r.last_log_index.unwrap_or(0) as i64);
+                if r.running_state.is_err() {
+                    return;
+                }
+            }
+            tokio::select! {
+                changed = rx.changed() => if changed.is_err() { return },
+                _ = tokio::time::sleep(REFRESH) => {}
+            }
+        }
+    })
+}

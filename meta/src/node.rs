@@ -1,0 +1,261 @@
+//! `MetaNode`: one meta replica. Opens the rocksdb store, starts openraft
+//! on it, bootstraps a single-node cluster when asked, and runs the
+//! proposer (group commit) and the metrics follower. `api.rs` implements
+//! `MetaApi` on it; `rpc.rs` serves it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use godwit_common::cluster::ClusterSecret;
+use godwit_common::MetaError;
+use openraft::error::{CheckIsLeaderError, RaftError};
+use openraft::BasicNode;
+use rocksdb::DB;
+
+use crate::command::{Command, Raft, Reply};
+use crate::network::Network;
+use crate::proposer::Proposer;
+use crate::store::log::{LogStats, LogStore};
+use crate::store::open_db;
+use crate::store::state_machine::StateMachine;
+
+/// S3's minimum size of every part but the last.
+pub const DEFAULT_MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
+/// Objects up to this size are stored in their version record.
+pub const DEFAULT_INLINE_THRESHOLD: usize = 4096;
+/// How long `open` waits for a single-node cluster to elect itself.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Debug)]
+pub struct MetaConfig {
+    pub node_id: u64,
+    /// rocksdb lives in `data_dir/db`, snapshots in `data_dir/snapshots`.
+    pub data_dir: PathBuf,
+    /// `host:port` of this node's internal listener (Raft and MetaApi RPC).
+    pub advertise_addr: String,
+    pub cluster_secret: ClusterSecret,
+    /// Informational: the gateway decides what it stores inline.
+    pub inline_threshold: usize,
+    /// Every part but the last of a completed upload must be this large.
+    pub min_part_size: u64,
+    /// Datanodes per block.
+    pub replication_factor: usize,
+    /// Initialize a single-node cluster of this node if the Raft state is
+    /// empty.
+    pub bootstrap: bool,
+}
+
+impl MetaConfig {
+    /// A config with the default sizes, replication factor 1 and bootstrap
+    /// on: the embedded single-node meta.
+    pub fn single_node(
+        data_dir: PathBuf,
+        advertise_addr: String,
+        cluster_secret: ClusterSecret,
+    ) -> Self {
+        MetaConfig {
+            node_id: 1,
+            data_dir,
+            advertise_addr,
+            cluster_secret,
+            inline_threshold: DEFAULT_INLINE_THRESHOLD,
+            min_part_size: DEFAULT_MIN_PART_SIZE,
+            replication_factor: 1,
+            bootstrap: true,
+        }
+    }
+}
+
+/// Counters of this node's log and state machine, for tests and status.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogCounters {
+    /// Synced log appends.
+    pub fsyncs: u64,
+    /// Raft log entries written.
+    pub entries: u64,
+    /// Commands applied to the state machine.
+    pub commands: u64,
+}
+
+pub struct MetaNode {
+    pub(crate) cfg: MetaConfig,
+    pub(crate) raft: Raft,
+    pub(crate) db: Arc<DB>,
+    proposer: Proposer,
+    log_stats: Arc<LogStats>,
+    commands_applied: Arc<AtomicU64>,
+    /// Round-robin cursor over the datanodes for block placement.
+    pub(crate) next_datanode: AtomicUsize,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+fn raft_config() -> anyhow::Result<openraft::Config> {
+    let cfg = openraft::Config {
+        cluster_name: "godwit-meta".into(),
+        heartbeat_interval: 100,
+        election_timeout_min: 400,
+        election_timeout_max: 800,
+        // Snapshots are full dumps (see store/snapshot.rs): not too often.
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(50_000),
+        max_in_snapshot_log_to_keep: 1000,
+        ..Default::default()
+    };
+    Ok(cfg.validate()?)
+}
+
+impl MetaNode {
+    pub async fn open(cfg: MetaConfig) -> anyhow::Result<Arc<MetaNode>> {
+        let db = open_db(&cfg.data_dir.join("db"))?;
+        let log_stats = Arc::new(LogStats::default());
+        let log_store = LogStore::new(db.clone(), log_stats.clone());
+        let sm = StateMachine::new(db.clone(), cfg.data_dir.join("snapshots"));
+        let commands_applied = sm.commands_applied.clone();
+        let network = Network::new(&cfg.cluster_secret)?;
+        let raft = Raft::new(
+            cfg.node_id,
+            Arc::new(raft_config()?),
+            network,
+            log_store,
+            sm,
+        )
+        .await?;
+
+        if cfg.bootstrap && !raft.is_initialized().await? {
+            let members = BTreeMap::from([(
+                cfg.node_id,
+                BasicNode {
+                    addr: cfg.advertise_addr.clone(),
+                },
+            )]);
+            tracing::info!(node_id = cfg.node_id, addr = %cfg.advertise_addr, "initializing single-node meta cluster");
+            raft.initialize(members).await?;
+        }
+
+        let (proposer, proposer_task) = Proposer::spawn(raft.clone());
+        let gauges_task = crate::metrics::spawn_raft_gauges(raft.metrics());
+        let node = Arc::new(MetaNode {
+            cfg,
+            raft,
+            db,
+            proposer,
+            log_stats,
+            commands_applied,
+            next_datanode: AtomicUsize::new(0),
+            tasks: Mutex::new(vec![proposer_task, gauges_task]),
+        });
+
+        // A cluster of this node alone can always elect itself: wait for it,
+        // so the first request does not see "no leader".
+        // Asked of the Raft core, not of the metrics channel, which may not
+        // show yet the membership `initialize` just wrote.
+        let voters: Vec<u64> = node
+            .raft
+            .with_raft_state(|st| st.membership_state.effective().voter_ids().collect())
+            .await?;
+        if voters == [node.cfg.node_id] {
+            node.wait_ready(READY_TIMEOUT).await?;
+        }
+        Ok(node)
+    }
+
+    /// Waits until the cluster has a leader; when that is this node, also
+    /// until it acts as leader and has applied its own log (the vote
+    /// alone names the leader a moment before it accepts writes).
+    pub async fn wait_ready(&self, timeout: Duration) -> anyhow::Result<()> {
+        self.raft
+            .wait(Some(timeout))
+            .metrics(
+                |m| match m.current_leader {
+                    None => false,
+                    Some(leader) if leader == m.id => {
+                        m.state == openraft::ServerState::Leader
+                            && m.last_applied.map(|l| l.index) >= m.last_log_index
+                    }
+                    Some(_) => true,
+                },
+                "meta leader ready",
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Stops Raft and the background tasks; the rocksdb files are closed
+    /// once the last handle to this node is dropped.
+    pub async fn shutdown(&self) {
+        for t in self.tasks.lock().unwrap().drain(..) {
+            t.abort();
+        }
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!("raft shutdown: {e}");
+        }
+    }
+
+    pub fn node_id(&self) -> u64 {
+        self.cfg.node_id
+    }
+
+    pub fn config(&self) -> &MetaConfig {
+        &self.cfg
+    }
+
+    /// The openraft handle, for membership changes by the admin tooling.
+    pub fn raft(&self) -> &Raft {
+        &self.raft
+    }
+
+    pub fn log_counters(&self) -> LogCounters {
+        LogCounters {
+            fsyncs: self.log_stats.fsyncs.load(Ordering::Relaxed),
+            entries: self.log_stats.entries.load(Ordering::Relaxed),
+            commands: self.commands_applied.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Commits a command through Raft (group-committed with its neighbours).
+    pub(crate) async fn write(&self, cmd: Command) -> Result<Reply, MetaError> {
+        tracing::debug!(command = cmd.name(), "meta write");
+        self.proposer.propose(cmd).await
+    }
+
+    /// Read-index barrier: after it, reading rocksdb is linearizable.
+    pub(crate) async fn linearizable(&self) -> Result<(), MetaError> {
+        self.raft
+            .ensure_linearizable()
+            .await
+            .map(|_| ())
+            .map_err(read_error)
+    }
+}
+
+fn read_error(e: RaftError<u64, CheckIsLeaderError<u64, BasicNode>>) -> MetaError {
+    if let Some(f) = e.forward_to_leader() {
+        return MetaError::NotLeader {
+            leader: f.leader_id,
+        };
+    }
+    match e {
+        RaftError::Fatal(f) => MetaError::Unavailable(f.to_string()),
+        RaftError::APIError(e) => MetaError::Unavailable(e.to_string()),
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// 32 lowercase hex chars of randomness: version ids, block ids.
+pub(crate) fn random_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+/// Upload ids sort by initiation time (ListMultipartUploads lists a key's
+/// uploads oldest first), then 64 random bits.
+pub(crate) fn upload_id(now_ms: i64) -> String {
+    format!("{:012x}{:016x}", now_ms as u64, rand::random::<u64>())
+}
