@@ -50,7 +50,8 @@ fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
     match path {
         None => Ok(FileConfig::default()),
         Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
             toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))
         }
     }
@@ -68,7 +69,9 @@ fn parse_backend(s: Option<String>) -> anyhow::Result<IoBackend> {
     match s.as_deref() {
         None | Some("auto") | Some("io_uring") => Ok(IoBackend::Auto),
         Some("threadpool") => Ok(IoBackend::Threadpool),
-        Some(other) => anyhow::bail!("io backend must be auto, io_uring or threadpool, not {other:?}"),
+        Some(other) => {
+            anyhow::bail!("io backend must be auto, io_uring or threadpool, not {other:?}")
+        }
     }
 }
 
@@ -130,12 +133,25 @@ impl Storage {
         let block_size = a.block_size.or(f.block_size).unwrap_or(DEFAULT_BLOCK_SIZE);
         anyhow::ensure!(block_size >= 64 << 10, "block size must be at least 64 KiB");
         Ok(Storage {
-            inline_threshold: a.inline_threshold.or(f.inline_threshold).unwrap_or(DEFAULT_INLINE_THRESHOLD),
+            inline_threshold: a
+                .inline_threshold
+                .or(f.inline_threshold)
+                .unwrap_or(DEFAULT_INLINE_THRESHOLD),
             block_size,
-            min_part_size: a.min_part_size.or(f.min_part_size).unwrap_or(DEFAULT_MIN_PART_SIZE),
-            gc_grace: std::time::Duration::from_secs(a.gc_grace_secs.or(f.gc_grace_secs).unwrap_or(DEFAULT_GC_GRACE_SECS)),
+            min_part_size: a
+                .min_part_size
+                .or(f.min_part_size)
+                .unwrap_or(DEFAULT_MIN_PART_SIZE),
+            gc_grace: std::time::Duration::from_secs(
+                a.gc_grace_secs
+                    .or(f.gc_grace_secs)
+                    .unwrap_or(DEFAULT_GC_GRACE_SECS),
+            ),
             gc_interval: std::time::Duration::from_secs(
-                a.gc_interval_secs.or(f.gc_interval_secs).unwrap_or(DEFAULT_GC_INTERVAL_SECS).max(1),
+                a.gc_interval_secs
+                    .or(f.gc_interval_secs)
+                    .unwrap_or(DEFAULT_GC_INTERVAL_SECS)
+                    .max(1),
             ),
             io_backend: parse_backend(a.io_backend.or(f.io_backend.take()))?,
         })
@@ -155,10 +171,22 @@ impl ServerConfig {
     pub fn resolve(a: ServerArgs) -> anyhow::Result<Self> {
         let mut f = load_file(a.config.as_deref())?;
         Ok(ServerConfig {
-            data_dir: a.data_dir.or(f.data_dir.take()).unwrap_or_else(|| PathBuf::from("./godwit-data")),
-            s3_listen: a.s3_listen.or(f.s3_listen.take()).unwrap_or_else(|| DEFAULT_S3_LISTEN.into()),
-            admin_listen: a.admin_listen.or(f.admin_listen.take()).unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
-            region: a.region.or(f.region.take()).unwrap_or_else(|| DEFAULT_REGION.into()),
+            data_dir: a
+                .data_dir
+                .or(f.data_dir.take())
+                .unwrap_or_else(|| PathBuf::from("./godwit-data")),
+            s3_listen: a
+                .s3_listen
+                .or(f.s3_listen.take())
+                .unwrap_or_else(|| DEFAULT_S3_LISTEN.into()),
+            admin_listen: a
+                .admin_listen
+                .or(f.admin_listen.take())
+                .unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
+            region: a
+                .region
+                .or(f.region.take())
+                .unwrap_or_else(|| DEFAULT_REGION.into()),
             storage: Storage::resolve(a.storage, &mut f)?,
         })
     }
@@ -210,14 +238,29 @@ fn required(v: Option<String>, what: &str) -> anyhow::Result<String> {
 impl MetaRoleConfig {
     pub fn resolve(a: MetaArgs) -> anyhow::Result<Self> {
         let mut f = load_file(a.config.as_deref())?;
-        let listen = a.listen.or(f.listen.take()).unwrap_or_else(|| "127.0.0.1:9002".into());
+        let listen = a
+            .listen
+            .or(f.listen.take())
+            .unwrap_or_else(|| "127.0.0.1:9002".into());
         Ok(MetaRoleConfig {
-            data_dir: a.data_dir.or(f.data_dir.take()).unwrap_or_else(|| PathBuf::from("./godwit-meta")),
-            advertise: a.advertise.or(f.advertise.take()).unwrap_or_else(|| listen.clone()),
+            data_dir: a
+                .data_dir
+                .or(f.data_dir.take())
+                .unwrap_or_else(|| PathBuf::from("./godwit-meta")),
+            advertise: a
+                .advertise
+                .or(f.advertise.take())
+                .unwrap_or_else(|| listen.clone()),
             listen,
-            admin_listen: a.admin_listen.or(f.admin_listen.take()).unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
+            admin_listen: a
+                .admin_listen
+                .or(f.admin_listen.take())
+                .unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
             node_id: a.node_id.or(f.node_id).unwrap_or(1),
-            cluster_secret: required(a.cluster_secret.or(f.cluster_secret.take()), "--cluster-secret")?,
+            cluster_secret: required(
+                a.cluster_secret.or(f.cluster_secret.take()),
+                "--cluster-secret",
+            )?,
             bootstrap: a.bootstrap.or(f.bootstrap).unwrap_or(true),
             storage: Storage::resolve(a.storage, &mut f)?,
         })
@@ -263,15 +306,33 @@ pub struct DatanodeRoleConfig {
 impl DatanodeRoleConfig {
     pub fn resolve(a: DatanodeArgs) -> anyhow::Result<Self> {
         let mut f = load_file(a.config.as_deref())?;
-        let listen = a.listen.or(f.listen.take()).unwrap_or_else(|| "127.0.0.1:9003".into());
+        let listen = a
+            .listen
+            .or(f.listen.take())
+            .unwrap_or_else(|| "127.0.0.1:9003".into());
         Ok(DatanodeRoleConfig {
-            data_dir: a.data_dir.or(f.data_dir.take()).unwrap_or_else(|| PathBuf::from("./godwit-datanode")),
-            advertise: a.advertise.or(f.advertise.take()).unwrap_or_else(|| listen.clone()),
+            data_dir: a
+                .data_dir
+                .or(f.data_dir.take())
+                .unwrap_or_else(|| PathBuf::from("./godwit-datanode")),
+            advertise: a
+                .advertise
+                .or(f.advertise.take())
+                .unwrap_or_else(|| listen.clone()),
             listen,
-            admin_listen: a.admin_listen.or(f.admin_listen.take()).unwrap_or_else(|| "127.0.0.1:9004".into()),
+            admin_listen: a
+                .admin_listen
+                .or(f.admin_listen.take())
+                .unwrap_or_else(|| "127.0.0.1:9004".into()),
             node_id: a.node_id.or(f.node_id).unwrap_or(1),
-            meta_endpoints: a.meta_endpoints.or(f.meta_endpoints.take()).context("--meta-endpoints is required")?,
-            cluster_secret: required(a.cluster_secret.or(f.cluster_secret.take()), "--cluster-secret")?,
+            meta_endpoints: a
+                .meta_endpoints
+                .or(f.meta_endpoints.take())
+                .context("--meta-endpoints is required")?,
+            cluster_secret: required(
+                a.cluster_secret.or(f.cluster_secret.take()),
+                "--cluster-secret",
+            )?,
             storage: Storage::resolve(a.storage, &mut f)?,
         })
     }
@@ -309,11 +370,26 @@ impl GatewayRoleConfig {
     pub fn resolve(a: GatewayArgs) -> anyhow::Result<Self> {
         let mut f = load_file(a.config.as_deref())?;
         Ok(GatewayRoleConfig {
-            s3_listen: a.s3_listen.or(f.s3_listen.take()).unwrap_or_else(|| DEFAULT_S3_LISTEN.into()),
-            admin_listen: a.admin_listen.or(f.admin_listen.take()).unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
-            region: a.region.or(f.region.take()).unwrap_or_else(|| DEFAULT_REGION.into()),
-            meta_endpoints: a.meta_endpoints.or(f.meta_endpoints.take()).context("--meta-endpoints is required")?,
-            cluster_secret: required(a.cluster_secret.or(f.cluster_secret.take()), "--cluster-secret")?,
+            s3_listen: a
+                .s3_listen
+                .or(f.s3_listen.take())
+                .unwrap_or_else(|| DEFAULT_S3_LISTEN.into()),
+            admin_listen: a
+                .admin_listen
+                .or(f.admin_listen.take())
+                .unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
+            region: a
+                .region
+                .or(f.region.take())
+                .unwrap_or_else(|| DEFAULT_REGION.into()),
+            meta_endpoints: a
+                .meta_endpoints
+                .or(f.meta_endpoints.take())
+                .context("--meta-endpoints is required")?,
+            cluster_secret: required(
+                a.cluster_secret.or(f.cluster_secret.take()),
+                "--cluster-secret",
+            )?,
             storage: Storage::resolve(a.storage, &mut f)?,
         })
     }

@@ -37,7 +37,10 @@ fn write_private(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
 pub fn generate_key_pair() -> (String, String) {
     const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     let mut rng = rand::thread_rng();
-    let id: String = "GW".chars().chain((0..18).map(|_| UPPER[rng.gen_range(0..UPPER.len())] as char)).collect();
+    let id: String = "GW"
+        .chars()
+        .chain((0..18).map(|_| UPPER[rng.gen_range(0..UPPER.len())] as char))
+        .collect();
     let secret = Alphanumeric.sample_string(&mut rng, 40);
     (id, secret)
 }
@@ -46,12 +49,23 @@ pub fn generate_key_pair() -> (String, String) {
 /// when set; else the ones stored in `data_dir`; else new ones, stored and
 /// printed once.
 pub fn root_credentials(data_dir: &Path) -> anyhow::Result<RootCredentials> {
-    let env_id = std::env::var("GODWIT_ACCESS_KEY_ID").ok().filter(|s| !s.is_empty());
-    let env_secret = std::env::var("GODWIT_SECRET_ACCESS_KEY").ok().filter(|s| !s.is_empty());
+    let env_id = std::env::var("GODWIT_ACCESS_KEY_ID")
+        .ok()
+        .filter(|s| !s.is_empty());
+    let env_secret = std::env::var("GODWIT_SECRET_ACCESS_KEY")
+        .ok()
+        .filter(|s| !s.is_empty());
     match (env_id, env_secret) {
-        (Some(id), Some(secret)) => return Ok(RootCredentials { access_key_id: id, secret_access_key: secret }),
+        (Some(id), Some(secret)) => {
+            return Ok(RootCredentials {
+                access_key_id: id,
+                secret_access_key: secret,
+            })
+        }
         (None, None) => {}
-        _ => anyhow::bail!("set both GODWIT_ACCESS_KEY_ID and GODWIT_SECRET_ACCESS_KEY, or neither"),
+        _ => {
+            anyhow::bail!("set both GODWIT_ACCESS_KEY_ID and GODWIT_SECRET_ACCESS_KEY, or neither")
+        }
     }
     let path = data_dir.join(ROOT_CREDENTIALS_FILE);
     if path.exists() {
@@ -59,7 +73,10 @@ pub fn root_credentials(data_dir: &Path) -> anyhow::Result<RootCredentials> {
         return serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()));
     }
     let (id, secret) = generate_key_pair();
-    let creds = RootCredentials { access_key_id: id, secret_access_key: secret };
+    let creds = RootCredentials {
+        access_key_id: id,
+        secret_access_key: secret,
+    };
     write_private(&path, serde_json::to_string_pretty(&creds)?.as_bytes())?;
     println!("Generated root credentials (stored in {}):", path.display());
     println!("  AWS_ACCESS_KEY_ID={}", creds.access_key_id);

@@ -7,11 +7,17 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub async fn bind(addr: &str) -> anyhow::Result<TcpListener> {
-    TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))
 }
 
 /// Serves until `shutdown` is cancelled, then waits for in-flight requests.
-pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: CancellationToken) -> anyhow::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    app: axum::Router,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });

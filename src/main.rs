@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use godwit::{admin, bench, config, roles};
 
 #[derive(Parser)]
-#[command(name = "godwit", version, about = "S3-compatible object store with cross-region replication")]
+#[command(
+    name = "godwit",
+    version,
+    about = "S3-compatible object store with cross-region replication"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -30,8 +34,12 @@ enum Command {
 
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("GODWIT_LOG").unwrap_or_else(|_| EnvFilter::new("info,openraft=warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let filter = EnvFilter::try_from_env("GODWIT_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,openraft=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 #[tokio::main]

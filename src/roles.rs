@@ -17,7 +17,9 @@ use godwit_meta::{MetaConfig, MetaNode};
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::server::AdminState;
-use crate::config::{DatanodeRoleConfig, GatewayRoleConfig, IoBackend, MetaRoleConfig, ServerConfig, Storage};
+use crate::config::{
+    DatanodeRoleConfig, GatewayRoleConfig, IoBackend, MetaRoleConfig, ServerConfig, Storage,
+};
 use crate::credentials::{self, RootCredentials};
 use crate::listen;
 use crate::routing::{LocalRouter, NetworkRouter};
@@ -106,7 +108,8 @@ pub async fn run_server(cfg: ServerConfig) -> anyhow::Result<()> {
 /// Starts every role in this process and returns once the S3 listener
 /// serves.
 pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
-    std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
+    std::fs::create_dir_all(&cfg.data_dir)
+        .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
     let shutdown = CancellationToken::new();
     let mut tasks = Vec::new();
     let (admin, admin_addr) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
@@ -135,16 +138,34 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
     })
     .await?;
     meta_api
-        .register_datanode(DatanodeInfo { id: LOCAL_DATANODE_ID, addr: "in-process".into(), zone: None })
+        .register_datanode(DatanodeInfo {
+            id: LOCAL_DATANODE_ID,
+            addr: "in-process".into(),
+            zone: None,
+        })
         .await?;
     install_root_key(meta_api.as_ref(), &root).await?;
-    let gc = datanode.spawn_gc(meta_api.clone(), cfg.storage.gc_grace, cfg.storage.gc_interval, shutdown.clone());
+    let gc = datanode.spawn_gc(
+        meta_api.clone(),
+        cfg.storage.gc_grace,
+        cfg.storage.gc_interval,
+        shutdown.clone(),
+    );
 
-    let nodes: HashMap<u64, Arc<dyn BlockStore>> = HashMap::from([(LOCAL_DATANODE_ID, datanode.clone() as Arc<dyn BlockStore>)]);
-    let gateway = Gateway::new(gateway_config(&cfg.region, &cfg.storage), meta_api.clone(), Arc::new(LocalRouter::new(nodes)));
+    let nodes: HashMap<u64, Arc<dyn BlockStore>> =
+        HashMap::from([(LOCAL_DATANODE_ID, datanode.clone() as Arc<dyn BlockStore>)]);
+    let gateway = Gateway::new(
+        gateway_config(&cfg.region, &cfg.storage),
+        meta_api.clone(),
+        Arc::new(LocalRouter::new(nodes)),
+    );
     admin.set_meta(meta_api.clone());
     tracing::info!(addr = %s3_listener.local_addr()?, region = %cfg.region, data_dir = %cfg.data_dir.display(), "S3 listener");
-    tasks.push(tokio::spawn(listen::serve(s3_listener, gateway.router(), shutdown.clone())));
+    tasks.push(tokio::spawn(listen::serve(
+        s3_listener,
+        gateway.router(),
+        shutdown.clone(),
+    )));
     admin.ready.store(true, Ordering::Release);
 
     let stopped = tokio::spawn(async move {
@@ -154,7 +175,13 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         tracing::info!("stopped");
         result
     });
-    Ok(ServerHandle { s3_addr, admin_addr, root, shutdown, stopped })
+    Ok(ServerHandle {
+        s3_addr,
+        admin_addr,
+        root,
+        shutdown,
+        stopped,
+    })
 }
 
 pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
@@ -177,7 +204,11 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
         bootstrap: cfg.bootstrap,
     })
     .await?;
-    tasks.push(tokio::spawn(listen::serve(internal, godwit_meta::router(meta.clone()), shutdown.clone())));
+    tasks.push(tokio::spawn(listen::serve(
+        internal,
+        godwit_meta::router(meta.clone()),
+        shutdown.clone(),
+    )));
     let meta_api: Arc<dyn MetaApi> = meta.clone();
     install_root_key(meta_api.as_ref(), &root).await?;
     admin.set_meta(meta_api);
@@ -213,7 +244,8 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
     listen::cancel_on_signal(shutdown.clone());
     let mut tasks = Vec::new();
     let secret = ClusterSecret::new(&cfg.cluster_secret);
-    let meta: Arc<dyn MetaApi> = Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
+    let meta: Arc<dyn MetaApi> =
+        Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
     let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
     let internal = listen::bind(&cfg.listen).await?;
     let datanode = Datanode::open(DatanodeConfig {
@@ -223,10 +255,26 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
         force_threadpool: cfg.storage.io_backend == IoBackend::Threadpool,
     })
     .await?;
-    tasks.push(tokio::spawn(listen::serve(internal, godwit_datanode::router(datanode.clone()), shutdown.clone())));
-    let info = DatanodeInfo { id: cfg.node_id, addr: cfg.advertise.clone(), zone: None };
-    until_ok("registering with meta", || async { Ok(meta.register_datanode(info.clone()).await?) }).await?;
-    let gc = datanode.spawn_gc(meta.clone(), cfg.storage.gc_grace, cfg.storage.gc_interval, shutdown.clone());
+    tasks.push(tokio::spawn(listen::serve(
+        internal,
+        godwit_datanode::router(datanode.clone()),
+        shutdown.clone(),
+    )));
+    let info = DatanodeInfo {
+        id: cfg.node_id,
+        addr: cfg.advertise.clone(),
+        zone: None,
+    };
+    until_ok("registering with meta", || async {
+        Ok(meta.register_datanode(info.clone()).await?)
+    })
+    .await?;
+    let gc = datanode.spawn_gc(
+        meta.clone(),
+        cfg.storage.gc_grace,
+        cfg.storage.gc_interval,
+        shutdown.clone(),
+    );
     admin.ready.store(true, Ordering::Release);
     tracing::info!(listen = %cfg.listen, node_id = cfg.node_id, "datanode role ready");
     let result = join_all(tasks).await;
@@ -239,21 +287,34 @@ pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
     listen::cancel_on_signal(shutdown.clone());
     let mut tasks = Vec::new();
     let secret = ClusterSecret::new(&cfg.cluster_secret);
-    let meta: Arc<dyn MetaApi> = Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
+    let meta: Arc<dyn MetaApi> =
+        Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
     let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
     let s3_listener = listen::bind(&cfg.s3_listen).await?;
     let router = NetworkRouter::new(secret);
-    until_ok("loading datanodes from meta", || async {
-        router.refresh(meta.as_ref()).await?;
-        Ok(())
+    // Serve only once a datanode is known: a gateway that started before
+    // its datanodes registered would otherwise fail writes until the next
+    // refresh.
+    until_ok("waiting for a registered datanode", || async {
+        match router.refresh(meta.as_ref()).await? {
+            0 => anyhow::bail!("no datanode registered yet"),
+            _ => Ok(()),
+        }
     })
     .await?;
     router.spawn_refresh(meta.clone(), Duration::from_secs(5));
-    let gateway = Gateway::new(gateway_config(&cfg.region, &cfg.storage), meta.clone(), router);
+    let gateway = Gateway::new(
+        gateway_config(&cfg.region, &cfg.storage),
+        meta.clone(),
+        router,
+    );
     admin.set_meta(meta);
-    tasks.push(tokio::spawn(listen::serve(s3_listener, gateway.router(), shutdown.clone())));
+    tasks.push(tokio::spawn(listen::serve(
+        s3_listener,
+        gateway.router(),
+        shutdown.clone(),
+    )));
     admin.ready.store(true, Ordering::Release);
     tracing::info!(s3 = %cfg.s3_listen, "gateway role ready");
     join_all(tasks).await
 }
-

@@ -32,6 +32,9 @@ pub struct NetworkRouter {
     secret: ClusterSecret,
     http: reqwest::Client,
     nodes: RwLock<HashMap<NodeId, Arc<dyn BlockStore>>>,
+    /// Wakes the refresh task early when a lookup misses (a datanode that
+    /// registered after our last refresh).
+    wake: tokio::sync::Notify,
 }
 
 impl NetworkRouter {
@@ -40,19 +43,24 @@ impl NetworkRouter {
             secret,
             http: godwit_common::net::block_client::internal_http_client(),
             nodes: RwLock::new(HashMap::new()),
+            wake: tokio::sync::Notify::new(),
         })
     }
 
-    /// Reloads the datanode list from meta.
-    pub async fn refresh(&self, meta: &dyn MetaApi) -> anyhow::Result<()> {
+    /// Reloads the datanode list from meta; returns how many are known.
+    pub async fn refresh(&self, meta: &dyn MetaApi) -> anyhow::Result<usize> {
         let list = meta.list_datanodes().await?;
         let mut nodes = self.nodes.write().expect("router lock");
         for dn in list {
             let url = format!("http://{}", dn.addr);
-            let client: Arc<dyn BlockStore> = Arc::new(BlockClient::new(url, self.secret.clone(), self.http.clone()));
+            let client: Arc<dyn BlockStore> = Arc::new(BlockClient::new(
+                url,
+                self.secret.clone(),
+                self.http.clone(),
+            ));
             nodes.insert(dn.id, client);
         }
-        Ok(())
+        Ok(nodes.len())
     }
 
     /// Refreshes every `period` so new datanodes are found.
@@ -63,7 +71,7 @@ impl NetworkRouter {
                 if let Err(e) = this.refresh(meta.as_ref()).await {
                     tracing::warn!(error = %e, "refreshing datanode list");
                 }
-                tokio::time::sleep(period).await;
+                let _ = tokio::time::timeout(period, this.wake.notified()).await;
             }
         });
     }
@@ -71,6 +79,10 @@ impl NetworkRouter {
 
 impl BlockRouter for NetworkRouter {
     fn node(&self, id: NodeId) -> Option<Arc<dyn BlockStore>> {
-        self.nodes.read().expect("router lock").get(&id).cloned()
+        let found = self.nodes.read().expect("router lock").get(&id).cloned();
+        if found.is_none() {
+            self.wake.notify_one();
+        }
+        found
     }
 }

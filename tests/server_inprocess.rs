@@ -11,7 +11,10 @@ use support::*;
 
 async fn start(dir: &std::path::Path) -> ServerHandle {
     std::env::set_var("GODWIT_ACCESS_KEY_ID", "INPROCESSROOTKEY0001");
-    std::env::set_var("GODWIT_SECRET_ACCESS_KEY", "inprocess-secret-key-0123456789abcdefghij");
+    std::env::set_var(
+        "GODWIT_SECRET_ACCESS_KEY",
+        "inprocess-secret-key-0123456789abcdefghij",
+    );
     let args = ServerArgs {
         config: None,
         data_dir: Some(dir.to_path_buf()),
@@ -27,11 +30,17 @@ async fn start(dir: &std::path::Path) -> ServerHandle {
             io_backend: None,
         },
     };
-    start_server(ServerConfig::resolve(args).unwrap()).await.unwrap()
+    start_server(ServerConfig::resolve(args).unwrap())
+        .await
+        .unwrap()
 }
 
 fn client(h: &ServerHandle) -> S3 {
-    S3::new(&format!("http://{}", h.s3_addr), &h.root.access_key_id, &h.root.secret_access_key)
+    S3::new(
+        &format!("http://{}", h.s3_addr),
+        &h.root.access_key_id,
+        &h.root.secret_access_key,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -53,12 +62,23 @@ async fn objects_round_trip_across_inline_and_block_sizes_and_survive_restart() 
         let r = s3.get(&format!("/inproc/obj-{size}")).await;
         assert_eq!(r.status(), 200);
         assert!(r.headers().contains_key("x-amz-request-id"));
-        assert_eq!(r.bytes().await.unwrap().as_ref(), data.as_slice(), "GET {size}");
+        assert_eq!(
+            r.bytes().await.unwrap().as_ref(),
+            data.as_slice(),
+            "GET {size}"
+        );
     }
 
     // A range that spans a block boundary.
     let big = pattern((3 << 20) + 17, 6);
-    let r = s3.send("GET", &format!("/inproc/obj-{}", big.len()), &[("range", "bytes=1048570-2097160")], vec![]).await;
+    let r = s3
+        .send(
+            "GET",
+            &format!("/inproc/obj-{}", big.len()),
+            &[("range", "bytes=1048570-2097160")],
+            vec![],
+        )
+        .await;
     assert_eq!(r.status(), 206);
     assert_eq!(r.bytes().await.unwrap().as_ref(), &big[1048570..=2097160]);
 
@@ -74,7 +94,11 @@ async fn objects_round_trip_across_inline_and_block_sizes_and_survive_restart() 
     for (i, size) in sizes.iter().enumerate() {
         let r = s3.get(&format!("/inproc/obj-{size}")).await;
         assert_eq!(r.status(), 200);
-        assert_eq!(r.bytes().await.unwrap().as_ref(), pattern(*size, i as u64 + 1).as_slice(), "after restart {size}");
+        assert_eq!(
+            r.bytes().await.unwrap().as_ref(),
+            pattern(*size, i as u64 + 1).as_slice(),
+            "after restart {size}"
+        );
     }
     h.shutdown.cancel();
     h.stopped.await.unwrap().unwrap();
@@ -90,14 +114,28 @@ async fn errors_are_s3_xml_with_exact_codes() {
     assert!(r.headers().contains_key("x-amz-request-id"));
     let body = r.text().await.unwrap();
     assert_eq!(error_code(&body), "NoSuchBucket");
-    assert!(body.contains("<RequestId>") && body.contains("<Resource>"), "{body}");
+    assert!(
+        body.contains("<RequestId>") && body.contains("<Resource>"),
+        "{body}"
+    );
 
-    let wrong = S3::new(&format!("http://{}", h.s3_addr), &h.root.access_key_id, "not-the-secret");
+    let wrong = S3::new(
+        &format!("http://{}", h.s3_addr),
+        &h.root.access_key_id,
+        "not-the-secret",
+    );
     let r = wrong.get("/").await;
     assert_eq!(r.status(), 403);
-    assert_eq!(error_code(&r.text().await.unwrap()), "SignatureDoesNotMatch");
+    assert_eq!(
+        error_code(&r.text().await.unwrap()),
+        "SignatureDoesNotMatch"
+    );
 
-    let unknown = S3::new(&format!("http://{}", h.s3_addr), "AKNOTAKEY00000000000", "whatever");
+    let unknown = S3::new(
+        &format!("http://{}", h.s3_addr),
+        "AKNOTAKEY00000000000",
+        "whatever",
+    );
     let r = unknown.get("/").await;
     assert_eq!(r.status(), 403);
     assert_eq!(error_code(&r.text().await.unwrap()), "InvalidAccessKeyId");
@@ -105,14 +143,28 @@ async fn errors_are_s3_xml_with_exact_codes() {
     assert_eq!(s3.put("/errs", vec![]).await.status(), 200);
     let r = s3.put("/errs", vec![]).await;
     assert_eq!(r.status(), 409);
-    assert_eq!(error_code(&r.text().await.unwrap()), "BucketAlreadyOwnedByYou");
+    assert_eq!(
+        error_code(&r.text().await.unwrap()),
+        "BucketAlreadyOwnedByYou"
+    );
     let long_key = "k".repeat(1025);
     let r = s3.put(&format!("/errs/{long_key}"), b"x".to_vec()).await;
     assert_eq!(error_code(&r.text().await.unwrap()), "KeyTooLongError");
-    let r = s3.send("PUT", "/errs/md5", &[("content-md5", "AAAAAAAAAAAAAAAAAAAAAA==")], b"hello".to_vec()).await;
+    let r = s3
+        .send(
+            "PUT",
+            "/errs/md5",
+            &[("content-md5", "AAAAAAAAAAAAAAAAAAAAAA==")],
+            b"hello".to_vec(),
+        )
+        .await;
     assert_eq!(r.status(), 400);
     assert_eq!(error_code(&r.text().await.unwrap()), "BadDigest");
-    assert_eq!(s3.send("HEAD", "/errs/md5", &[], vec![]).await.status(), 404, "a bad digest stores nothing");
+    assert_eq!(
+        s3.send("HEAD", "/errs/md5", &[], vec![]).await.status(),
+        404,
+        "a bad digest stores nothing"
+    );
     let r = s3.send("GET", "/errs?website", &[], vec![]).await;
     assert_eq!(r.status(), 501);
     assert_eq!(error_code(&r.text().await.unwrap()), "NotImplemented");
@@ -129,20 +181,43 @@ async fn admin_listener_serves_health_metrics_and_keys() {
     let s3 = client(&h);
     assert_eq!(s3.put("/metricsbucket", vec![]).await.status(), 200);
 
-    let metrics = reqwest::get(format!("{admin}/metrics")).await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("godwit_datanode_io_backend{backend="), "{metrics}");
+    let metrics = reqwest::get(format!("{admin}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("godwit_datanode_io_backend{backend="),
+        "{metrics}"
+    );
     assert!(metrics.contains("godwit_s3_requests_total"), "{metrics}");
-    assert!(metrics.contains("godwit_s3_request_duration_seconds"), "{metrics}");
-    assert!(metrics.contains("godwit_meta_raft_is_leader 1"), "{metrics}");
+    assert!(
+        metrics.contains("godwit_s3_request_duration_seconds"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("godwit_meta_raft_is_leader 1"),
+        "{metrics}"
+    );
 
     // The admin API refuses unsigned calls and accepts the root key.
-    let r = reqwest::Client::new().get(format!("{admin}/admin/v1/keys")).send().await.unwrap();
+    let r = reqwest::Client::new()
+        .get(format!("{admin}/admin/v1/keys"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 403);
     let admin_client = S3::new(&admin, &h.root.access_key_id, &h.root.secret_access_key);
-    let r = admin_client.send("POST", "/admin/v1/keys?name=app", &[], vec![]).await;
+    let r = admin_client
+        .send("POST", "/admin/v1/keys?name=app", &[], vec![])
+        .await;
     assert_eq!(r.status(), 200);
     let key: serde_json::Value = r.json().await.unwrap();
-    let (id, secret) = (key["access_key_id"].as_str().unwrap(), key["secret_access_key"].as_str().unwrap());
+    let (id, secret) = (
+        key["access_key_id"].as_str().unwrap(),
+        key["secret_access_key"].as_str().unwrap(),
+    );
 
     // The new key works against S3 and cannot use the admin API.
     let app = S3::new(&format!("http://{}", h.s3_addr), id, secret);
@@ -150,9 +225,23 @@ async fn admin_listener_serves_health_metrics_and_keys() {
     let app_admin = S3::new(&admin, id, secret);
     assert_eq!(app_admin.get("/admin/v1/keys").await.status(), 403);
 
-    let listed = admin_client.get("/admin/v1/keys").await.text().await.unwrap();
-    assert!(listed.contains(id) && !listed.contains(secret), "secrets are never listed");
-    assert_eq!(admin_client.send("DELETE", &format!("/admin/v1/keys/{id}"), &[], vec![]).await.status(), 204);
+    let listed = admin_client
+        .get("/admin/v1/keys")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        listed.contains(id) && !listed.contains(secret),
+        "secrets are never listed"
+    );
+    assert_eq!(
+        admin_client
+            .send("DELETE", &format!("/admin/v1/keys/{id}"), &[], vec![])
+            .await
+            .status(),
+        204
+    );
     // Gateways cache secrets for a few seconds; the key stops working after that.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
@@ -160,7 +249,10 @@ async fn admin_listener_serves_health_metrics_and_keys() {
         if st == 403 {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "deleted key still accepted");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "deleted key still accepted"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     h.shutdown.cancel();

@@ -127,6 +127,18 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
     let request_id = new_request_id();
     let (parts, body) = req.into_parts();
     let is_head = parts.method == Method::HEAD;
+    // A client that sent `Expect: 100-continue` and gets its final answer
+    // without a 100 (an early error, or an empty body hyper never asked
+    // for) may still be about to send a body, or (botocore 1.43) keep
+    // waiting state on the connection: close it after this response.
+    let expects_continue = parts
+        .headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let empty_body = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .is_none_or(|v| v == "0");
     let resource = parts.uri.path().to_string();
 
     let query = Query::parse(parts.uri.query());
@@ -153,6 +165,7 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
     let result = async {
         // Authenticate before saying anything about the request itself.
         let auth = auth::authenticate(&parts, &gw.keys, time::OffsetDateTime::now_utc()).await?;
+        check_region(&auth, &gw.cfg.region, &query)?;
         let endpoint = endpoint?;
         let ctx = Ctx {
             gw: gw.clone(),
@@ -178,6 +191,10 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
     }
 
     let status = resp.status();
+    if expects_continue && (empty_body || !status.is_success()) {
+        resp.headers_mut()
+            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    }
     let m = metrics::s3();
     m.requests
         .with_label_values(&[operation, status.as_str()])
@@ -191,6 +208,26 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
         }
     });
     resp
+}
+
+/// S3 answers a SigV4 credential scoped to another region with a
+/// malformed-authorization error naming the expected region.
+fn check_region(auth: &auth::AuthOutcome, ours: &str, query: &Query) -> Result<(), S3Error> {
+    match &auth.region {
+        Some(theirs) if theirs != ours => {
+            let msg = format!("the region '{theirs}' is wrong; expecting '{ours}'");
+            if query.get("X-Amz-Credential").is_some() {
+                Err(S3Error::AuthorizationQueryParametersError(format!(
+                    "Error parsing the X-Amz-Credential parameter; {msg}"
+                )))
+            } else {
+                Err(S3Error::AuthorizationHeaderMalformed(format!(
+                    "The authorization header is malformed; {msg}"
+                )))
+            }
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The S3 error document (none for HEAD and 304), with the error's status

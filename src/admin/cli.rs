@@ -17,7 +17,11 @@ use crate::credentials::{RootCredentials, ROOT_CREDENTIALS_FILE};
 #[derive(Args)]
 pub struct AdminArgs {
     /// The admin listener.
-    #[arg(long, env = "GODWIT_ADMIN_ENDPOINT", default_value = "http://127.0.0.1:9001")]
+    #[arg(
+        long,
+        env = "GODWIT_ADMIN_ENDPOINT",
+        default_value = "http://127.0.0.1:9001"
+    )]
     pub admin_endpoint: String,
     /// Root access key id (default: GODWIT_ACCESS_KEY_ID, else the data dir's generated key).
     #[arg(long, env = "GODWIT_ACCESS_KEY_ID")]
@@ -51,7 +55,9 @@ pub enum KeyCommand {
         name: String,
     },
     List,
-    Delete { access_key_id: String },
+    Delete {
+        access_key_id: String,
+    },
 }
 
 struct AdminClient {
@@ -61,12 +67,30 @@ struct AdminClient {
 }
 
 impl AdminClient {
-    async fn send(&self, method: http::Method, path_and_query: &str) -> anyhow::Result<reqwest::Response> {
+    async fn send(
+        &self,
+        method: http::Method,
+        path_and_query: &str,
+    ) -> anyhow::Result<reqwest::Response> {
         let url = format!("{}{}", self.endpoint.trim_end_matches('/'), path_and_query);
-        let creds = Credentials::new(&self.creds.access_key_id, &self.creds.secret_access_key, None, None, "godwit-admin");
+        let creds = Credentials::new(
+            &self.creds.access_key_id,
+            &self.creds.secret_access_key,
+            None,
+            None,
+            "godwit-admin",
+        );
         // SHA-256 of the empty body: admin calls carry their arguments in the URL.
-        const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-        let headers = sign_headers(method.as_str(), &url, EMPTY_SHA256, &creds, "us-east-1", SystemTime::now())?;
+        const EMPTY_SHA256: &str =
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        let headers = sign_headers(
+            method.as_str(),
+            &url,
+            EMPTY_SHA256,
+            &creds,
+            "us-east-1",
+            SystemTime::now(),
+        )?;
         let req = self.http.request(method, &url).headers(headers).build()?;
         let resp = self.http.execute(req).await?;
         if !resp.status().is_success() {
@@ -79,7 +103,10 @@ impl AdminClient {
 
 fn resolve_credentials(a: &AdminArgs) -> anyhow::Result<RootCredentials> {
     if let (Some(id), Some(secret)) = (&a.access_key, &a.secret_key) {
-        return Ok(RootCredentials { access_key_id: id.clone(), secret_access_key: secret.clone() });
+        return Ok(RootCredentials {
+            access_key_id: id.clone(),
+            secret_access_key: secret.clone(),
+        });
     }
     let path = a.data_dir.join(ROOT_CREDENTIALS_FILE);
     let text = std::fs::read_to_string(&path).with_context(|| {
@@ -91,12 +118,19 @@ fn resolve_credentials(a: &AdminArgs) -> anyhow::Result<RootCredentials> {
 fn fmt_ms(ms: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp(ms / 1000)
         .ok()
-        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
         .unwrap_or_default()
 }
 
 pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
-    let client = AdminClient { endpoint: a.admin_endpoint.clone(), creds: resolve_credentials(&a)?, http: reqwest::Client::new() };
+    let client = AdminClient {
+        endpoint: a.admin_endpoint.clone(),
+        creds: resolve_credentials(&a)?,
+        http: reqwest::Client::new(),
+    };
     match &a.command {
         AdminCommand::Key(KeyCommand::Create { name }) => {
             let q = format!("/admin/v1/keys?name={}", percent_encode(name));
@@ -111,31 +145,57 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
             }
         }
         AdminCommand::Key(KeyCommand::List) => {
-            let keys: Vec<KeySummary> = client.send(http::Method::GET, "/admin/v1/keys").await?.json().await?;
+            let keys: Vec<KeySummary> = client
+                .send(http::Method::GET, "/admin/v1/keys")
+                .await?
+                .json()
+                .await?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&keys)?);
             } else {
                 let mut t = Table::new();
                 t.set_header(vec!["access key id", "name", "created", "root"]);
                 for k in keys {
-                    t.add_row(vec![k.access_key_id, k.name, fmt_ms(k.created_ms), k.is_root.to_string()]);
+                    t.add_row(vec![
+                        k.access_key_id,
+                        k.name,
+                        fmt_ms(k.created_ms),
+                        k.is_root.to_string(),
+                    ]);
                 }
                 println!("{t}");
             }
         }
         AdminCommand::Key(KeyCommand::Delete { access_key_id }) => {
-            client.send(http::Method::DELETE, &format!("/admin/v1/keys/{}", percent_encode(access_key_id))).await?;
+            client
+                .send(
+                    http::Method::DELETE,
+                    &format!("/admin/v1/keys/{}", percent_encode(access_key_id)),
+                )
+                .await?;
             if !a.json {
                 println!("deleted {access_key_id}");
             }
         }
         AdminCommand::Status => {
-            let st: ClusterStatus = client.send(http::Method::GET, "/admin/v1/status").await?.json().await?;
+            let st: ClusterStatus = client
+                .send(http::Method::GET, "/admin/v1/status")
+                .await?
+                .json()
+                .await?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&st)?);
             } else {
                 let mut t = Table::new();
-                t.set_header(vec!["meta node", "state", "term", "leader", "last log", "applied", "members"]);
+                t.set_header(vec![
+                    "meta node",
+                    "state",
+                    "term",
+                    "leader",
+                    "last log",
+                    "applied",
+                    "members",
+                ]);
                 let m = &st.meta;
                 t.add_row(vec![
                     m.node_id.to_string(),

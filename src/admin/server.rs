@@ -25,7 +25,10 @@ pub struct AdminState {
 
 impl AdminState {
     pub fn new(meta: Option<Arc<dyn MetaApi>>) -> Self {
-        AdminState { ready: AtomicBool::new(false), meta: RwLock::new(meta) }
+        AdminState {
+            ready: AtomicBool::new(false),
+            meta: RwLock::new(meta),
+        }
     }
 
     pub fn set_meta(&self, meta: Arc<dyn MetaApi>) {
@@ -33,7 +36,11 @@ impl AdminState {
     }
 
     fn meta(&self) -> Result<Arc<dyn MetaApi>, AdminError> {
-        self.meta.read().expect("admin lock").clone().ok_or(AdminError::NotReady)
+        self.meta
+            .read()
+            .expect("admin lock")
+            .clone()
+            .ok_or(AdminError::NotReady)
     }
 }
 
@@ -48,7 +55,12 @@ pub struct KeySummary {
 
 impl From<AccessKey> for KeySummary {
     fn from(k: AccessKey) -> Self {
-        KeySummary { access_key_id: k.access_key_id, name: k.name, created_ms: k.created_ms, is_root: k.is_root }
+        KeySummary {
+            access_key_id: k.access_key_id,
+            name: k.name,
+            created_ms: k.created_ms,
+            is_root: k.is_root,
+        }
     }
 }
 
@@ -65,8 +77,13 @@ impl IntoResponse for AdminError {
         let (status, msg) = match self {
             AdminError::NotReady => (StatusCode::SERVICE_UNAVAILABLE, "not ready".to_string()),
             AdminError::Auth(e) => (e.http_status(), format!("{}: {e}", e.code())),
-            AdminError::NotRoot => (StatusCode::FORBIDDEN, "the admin API needs the root key".into()),
-            AdminError::Meta(MetaError::NoSuchAccessKey) => (StatusCode::NOT_FOUND, "no such access key".into()),
+            AdminError::NotRoot => (
+                StatusCode::FORBIDDEN,
+                "the admin API needs the root key".into(),
+            ),
+            AdminError::Meta(MetaError::NoSuchAccessKey) => {
+                (StatusCode::NOT_FOUND, "no such access key".into())
+            }
             AdminError::Meta(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         };
         (status, Json(serde_json::json!({ "error": msg }))).into_response()
@@ -97,9 +114,13 @@ impl SecretLookup for MetaSecrets {
 async fn require_root(state: &AdminState, req: Request) -> Result<(), AdminError> {
     let meta = state.meta()?;
     let (parts, _body) = req.into_parts();
-    let outcome = auth::authenticate(&parts, &MetaSecrets(meta.clone()), time::OffsetDateTime::now_utc())
-        .await
-        .map_err(AdminError::Auth)?;
+    let outcome = auth::authenticate(
+        &parts,
+        &MetaSecrets(meta.clone()),
+        time::OffsetDateTime::now_utc(),
+    )
+    .await
+    .map_err(AdminError::Auth)?;
     let key = meta.get_access_key(&outcome.access_key_id).await?;
     if key.is_root {
         Ok(())
@@ -121,12 +142,22 @@ async fn metrics() -> Response {
     let encoder = prometheus::TextEncoder::new();
     let mut buf = Vec::new();
     match encoder.encode(&prometheus::default_registry().gather(), &mut buf) {
-        Ok(()) => ([(axum::http::header::CONTENT_TYPE, encoder.format_type().to_string())], buf).into_response(),
+        Ok(()) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                encoder.format_type().to_string(),
+            )],
+            buf,
+        )
+            .into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }
 
-async fn list_keys(State(s): State<Arc<AdminState>>, req: Request) -> Result<Json<Vec<KeySummary>>, AdminError> {
+async fn list_keys(
+    State(s): State<Arc<AdminState>>,
+    req: Request,
+) -> Result<Json<Vec<KeySummary>>, AdminError> {
     require_root(&s, req).await?;
     let keys = s.meta()?.list_access_keys().await?;
     Ok(Json(keys.into_iter().map(KeySummary::from).collect()))
@@ -175,10 +206,16 @@ pub struct ClusterStatus {
     pub datanodes: Vec<godwit_common::types::DatanodeInfo>,
 }
 
-async fn status(State(s): State<Arc<AdminState>>, req: Request) -> Result<Json<ClusterStatus>, AdminError> {
+async fn status(
+    State(s): State<Arc<AdminState>>,
+    req: Request,
+) -> Result<Json<ClusterStatus>, AdminError> {
     require_root(&s, req).await?;
     let meta = s.meta()?;
-    Ok(Json(ClusterStatus { meta: meta.status().await?, datanodes: meta.list_datanodes().await? }))
+    Ok(Json(ClusterStatus {
+        meta: meta.status().await?,
+        datanodes: meta.list_datanodes().await?,
+    }))
 }
 
 pub fn router(state: Arc<AdminState>) -> Router {

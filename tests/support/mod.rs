@@ -9,7 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::http_request::{
+    sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings,
+};
 use aws_sigv4::sign::v4;
 use sha2::Digest;
 
@@ -26,18 +28,29 @@ impl S3 {
             endpoint: endpoint.trim_end_matches('/').to_string(),
             access_key: access_key.into(),
             secret_key: secret_key.into(),
-            http: reqwest::Client::builder().tcp_nodelay(true).build().unwrap(),
+            http: reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .build()
+                .unwrap(),
         }
     }
 
     /// Sends a request signed with SigV4 and a real payload SHA-256.
-    pub async fn send(&self, method: &str, path_and_query: &str, headers: &[(&str, &str)], body: Vec<u8>) -> reqwest::Response {
+    pub async fn send(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> reqwest::Response {
         let url = format!("{}{}", self.endpoint, path_and_query);
-        let identity = Credentials::new(&self.access_key, &self.secret_key, None, None, "test").into();
+        let identity =
+            Credentials::new(&self.access_key, &self.secret_key, None, None, "test").into();
         let mut settings = SigningSettings::default();
         settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
         settings.percent_encoding_mode = aws_sigv4::http_request::PercentEncodingMode::Single;
-        settings.uri_path_normalization_mode = aws_sigv4::http_request::UriPathNormalizationMode::Disabled;
+        settings.uri_path_normalization_mode =
+            aws_sigv4::http_request::UriPathNormalizationMode::Disabled;
         let params = v4::SigningParams::builder()
             .identity(&identity)
             .region("us-east-1")
@@ -47,8 +60,13 @@ impl S3 {
             .build()
             .unwrap()
             .into();
-        let signable =
-            SignableRequest::new(method, &url, headers.iter().map(|(k, v)| (*k, *v)), SignableBody::Bytes(&body)).unwrap();
+        let signable = SignableRequest::new(
+            method,
+            &url,
+            headers.iter().map(|(k, v)| (*k, *v)),
+            SignableBody::Bytes(&body),
+        )
+        .unwrap();
         let (instructions, _) = sign(signable, &params).unwrap().into_parts();
         let mut builder = http::Request::builder().method(method).uri(&url);
         for (k, v) in headers {
@@ -56,7 +74,10 @@ impl S3 {
         }
         let mut req = builder.body(body).unwrap();
         instructions.apply_to_request_http1x(&mut req);
-        self.http.execute(reqwest::Request::try_from(req).unwrap()).await.unwrap()
+        self.http
+            .execute(reqwest::Request::try_from(req).unwrap())
+            .await
+            .unwrap()
     }
 
     pub async fn put(&self, path: &str, body: Vec<u8>) -> reqwest::Response {
@@ -92,11 +113,20 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
 
 /// The S3 error code in an error body.
 pub fn error_code(body: &str) -> String {
-    body.split("<Code>").nth(1).and_then(|s| s.split("</Code>").next()).unwrap_or("").to_string()
+    body.split("<Code>")
+        .nth(1)
+        .and_then(|s| s.split("</Code>").next())
+        .unwrap_or("")
+        .to_string()
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// `n` distinct free ports: all listeners are held until every port is
+/// chosen, or the kernel may hand the same port out twice.
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| listeners[i].local_addr().unwrap().port())
 }
 
 /// A `godwit` child process, killed on drop.
@@ -109,14 +139,25 @@ impl Proc {
     pub fn spawn(name: &str, args: &[&str], envs: &[(&str, &str)], log_dir: &Path) -> Proc {
         let log = std::fs::File::create(log_dir.join(format!("{name}.log"))).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_godwit"));
-        cmd.args(args).stdout(log.try_clone().unwrap()).stderr(log).stdin(Stdio::null());
-        for k in ["GODWIT_ACCESS_KEY_ID", "GODWIT_SECRET_ACCESS_KEY", "GODWIT_CLUSTER_SECRET", "GODWIT_DATA_DIR"] {
+        cmd.args(args)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .stdin(Stdio::null());
+        for k in [
+            "GODWIT_ACCESS_KEY_ID",
+            "GODWIT_SECRET_ACCESS_KEY",
+            "GODWIT_CLUSTER_SECRET",
+            "GODWIT_DATA_DIR",
+        ] {
             cmd.env_remove(k);
         }
         for (k, v) in envs {
             cmd.env(k, v);
         }
-        Proc { child: cmd.spawn().unwrap(), name: name.into() }
+        Proc {
+            child: cmd.spawn().unwrap(),
+            name: name.into(),
+        }
     }
 
     /// SIGTERM, then the exit status within `timeout`.
@@ -150,7 +191,10 @@ pub async fn wait_healthy(admin: &str, timeout: Duration) {
                 return;
             }
         }
-        assert!(Instant::now() < deadline, "{admin} not healthy within {timeout:?}");
+        assert!(
+            Instant::now() < deadline,
+            "{admin} not healthy within {timeout:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -119,6 +119,7 @@ async fn botocore_presigned_urls_expire() {
 /// the way the PUT handler does.
 async fn decode_and_verify(c: &Captured, payload: &PayloadCheck) -> Vec<u8> {
     let auth = super::AuthOutcome {
+        region: None,
         access_key_id: "GWTESTAK".into(),
         payload: payload.clone(),
     };

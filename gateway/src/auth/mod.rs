@@ -65,6 +65,9 @@ pub struct ChunkSigning {
 pub struct AuthOutcome {
     pub access_key_id: String,
     pub payload: PayloadCheck,
+    /// The region of a SigV4 credential scope (SigV2 names none); the
+    /// gateway checks it against its own region, as S3 does.
+    pub region: Option<String>,
 }
 
 /// Authenticates a request from its head alone. Requests with no

@@ -141,6 +141,7 @@ pub(crate) async fn verify(
             return Ok(AuthOutcome {
                 access_key_id: credential.access_key,
                 payload,
+                region: Some(credential.region),
             });
         }
     }

@@ -225,6 +225,7 @@ pub(crate) async fn verify_header(
         return Err(S3Error::SignatureDoesNotMatch);
     }
     Ok(AuthOutcome {
+        region: None,
         access_key_id: access_key.to_string(),
         payload: PayloadCheck::Unsigned,
     })
@@ -260,6 +261,7 @@ pub(crate) async fn verify_query(
         return Err(S3Error::SignatureDoesNotMatch);
     }
     Ok(AuthOutcome {
+        region: None,
         access_key_id: access_key.to_string(),
         payload: PayloadCheck::Unsigned,
     })

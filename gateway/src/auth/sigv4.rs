@@ -426,6 +426,7 @@ pub(crate) async fn verify_header(
     Ok(AuthOutcome {
         access_key_id: credential.access_key,
         payload,
+        region: Some(credential.region),
     })
 }
 

@@ -220,6 +220,7 @@ mod tests {
 
     fn outcome(payload: PayloadCheck) -> AuthOutcome {
         AuthOutcome {
+            region: None,
             access_key_id: "AK".into(),
             payload,
         }
