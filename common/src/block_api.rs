@@ -27,11 +27,22 @@ pub trait BlockStore: Send + Sync + 'static {
     /// Writes an immutable block from `body`; returns only after the data
     /// and its checksums are fdatasync'ed and the file is renamed into
     /// place. A body that errors leaves nothing behind.
-    async fn put_block(&self, id: &str, token: &str, body: ByteStream) -> Result<BlockWritten, BlockError>;
+    async fn put_block(
+        &self,
+        id: &str,
+        token: &str,
+        body: ByteStream,
+    ) -> Result<BlockWritten, BlockError>;
 
     /// Streams `len` bytes (to the end when `None`) from `offset`, verifying
     /// each chunk's CRC32C before it is sent.
-    async fn get_block(&self, id: &str, token: &str, offset: u64, len: Option<u64>) -> Result<ByteStream, BlockError>;
+    async fn get_block(
+        &self,
+        id: &str,
+        token: &str,
+        offset: u64,
+        len: Option<u64>,
+    ) -> Result<ByteStream, BlockError>;
 
     /// Removes a block (GC; cluster credential only).
     async fn delete_block(&self, id: &str) -> Result<(), BlockError>;

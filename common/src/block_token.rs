@@ -35,7 +35,8 @@ fn now_secs() -> u64 {
 }
 
 fn mac(secret: &ClusterSecret, block_id: &str, op: BlockOp, expiry: u64) -> Vec<u8> {
-    let mut m = Hmac::<Sha256>::new_from_slice(&secret.derive("block-token")).expect("any key length");
+    let mut m =
+        Hmac::<Sha256>::new_from_slice(&secret.derive("block-token")).expect("any key length");
     m.update(format!("{block_id}|{}|{expiry}", op.as_str()).as_bytes());
     m.finalize().into_bytes().to_vec()
 }
@@ -43,11 +44,19 @@ fn mac(secret: &ClusterSecret, block_id: &str, op: BlockOp, expiry: u64) -> Vec<
 /// Token text: `<expiry>.<hex mac>`.
 pub fn issue(secret: &ClusterSecret, block_id: &str, op: BlockOp) -> String {
     let expiry = now_secs() + TOKEN_TTL_SECS;
-    format!("{expiry}.{}", hex::encode(mac(secret, block_id, op, expiry)))
+    format!(
+        "{expiry}.{}",
+        hex::encode(mac(secret, block_id, op, expiry))
+    )
 }
 
 /// Checks a token for this block and operation, in constant time.
-pub fn verify(secret: &ClusterSecret, block_id: &str, op: BlockOp, token: &str) -> Result<(), &'static str> {
+pub fn verify(
+    secret: &ClusterSecret,
+    block_id: &str,
+    op: BlockOp,
+    token: &str,
+) -> Result<(), &'static str> {
     let (expiry, sig) = token.split_once('.').ok_or("malformed token")?;
     let expiry: u64 = expiry.parse().map_err(|_| "malformed token")?;
     if expiry < now_secs() {

@@ -38,6 +38,16 @@ pub enum MetaError {
     /// Unknown access key id.
     #[error("no such access key")]
     NoSuchAccessKey,
+    /// GetBucketReplication on a bucket without a configuration.
+    #[error("replication configuration not found")]
+    ReplicationConfigurationNotFound,
+    /// A remote name no remote is registered under.
+    #[error("no such remote: {0}")]
+    NoSuchRemote(String),
+    /// A request that is well-formed but not allowed in this state (e.g. a
+    /// replication rule on a bucket without versioning).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
     /// A request argument meta rejects.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

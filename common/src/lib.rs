@@ -7,14 +7,16 @@
 //! with an in-process implementation in the role's crate and a network client
 //! in `net`.
 
+pub mod block_api;
 pub mod block_token;
 pub mod cluster;
 pub mod error;
 pub mod meta_api;
-pub mod block_api;
 pub mod net;
+pub mod object_read;
+pub mod replication;
 pub mod types;
 
-pub use block_api::{BlockStore, ByteStream, BlockRouter};
+pub use block_api::{BlockRouter, BlockStore, ByteStream};
 pub use error::{BlockError, MetaError};
 pub use meta_api::MetaApi;

@@ -6,7 +6,10 @@
 
 use async_trait::async_trait;
 
+use std::collections::BTreeMap;
+
 use crate::error::MetaError;
+use crate::replication::*;
 use crate::types::*;
 
 pub type MetaResult<T> = Result<T, MetaError>;
@@ -35,7 +38,12 @@ pub trait MetaApi: Send + Sync + 'static {
     /// The latest version (which may be a delete marker: the caller decides
     /// between 404 and 405), or the given version. `NoSuchKey` when the key
     /// has no version at all; `NoSuchVersion` for an unknown version id.
-    async fn get_object(&self, bucket: &str, key: &str, version_id: Option<&str>) -> MetaResult<ObjectRead>;
+    async fn get_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> MetaResult<ObjectRead>;
 
     /// Without a version id: a delete marker in Enabled buckets; in
     /// Unversioned/Suspended buckets the "null" version is replaced by a
@@ -43,7 +51,12 @@ pub trait MetaApi: Send + Sync + 'static {
     /// that version is removed permanently. Deleting what does not exist
     /// succeeds (S3 semantics) except an unknown non-null version id
     /// (`NoSuchVersion`)... S3 answers 204 for that too, so it succeeds.
-    async fn delete_object(&self, bucket: &str, key: &str, version_id: Option<&str>) -> MetaResult<DeleteOutcome>;
+    async fn delete_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> MetaResult<DeleteOutcome>;
 
     async fn list_objects(&self, q: ListObjectsQuery) -> MetaResult<ListObjectsPage>;
     async fn list_versions(&self, q: ListVersionsQuery) -> MetaResult<ListVersionsPage>;
@@ -53,9 +66,22 @@ pub trait MetaApi: Send + Sync + 'static {
     async fn create_upload(&self, u: NewUpload) -> MetaResult<UploadInfo>;
     async fn get_upload(&self, bucket: &str, key: &str, upload_id: &str) -> MetaResult<UploadInfo>;
     /// Records (or replaces) a part; its blocks are durable already.
-    async fn put_part(&self, bucket: &str, key: &str, upload_id: &str, part: PartRecord) -> MetaResult<()>;
+    async fn put_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part: PartRecord,
+    ) -> MetaResult<()>;
     /// Parts with number > `marker`, ascending, at most `max`.
-    async fn list_parts(&self, bucket: &str, key: &str, upload_id: &str, marker: u32, max: usize) -> MetaResult<ListPartsPage>;
+    async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        marker: u32,
+        max: usize,
+    ) -> MetaResult<ListPartsPage>;
     /// Validates the list (`InvalidPart`, `InvalidPartOrder`,
     /// `EntityTooSmall`), then commits the object (ETag `md5-of-md5s-N`)
     /// and drops the upload in one Raft entry. Parts not listed lose their
@@ -87,4 +113,107 @@ pub trait MetaApi: Send + Sync + 'static {
     // ---- cluster ----
 
     async fn status(&self) -> MetaResult<MetaStatus>;
+
+    // ---- replication ----
+    //
+    // Default bodies answer `Unavailable` so test doubles need not
+    // implement them; `MetaNode` and `MetaClient` implement them all.
+
+    /// Stores a bucket's replication configuration. `InvalidRequest` unless
+    /// the bucket's versioning is Enabled (S3's rule; the OSS dialect may
+    /// relax it later).
+    async fn put_bucket_replication(&self, _bucket: &str, _cfg: ReplicationConfig) -> MetaResult<()> {
+        Err(unsupported())
+    }
+    /// `ReplicationConfigurationNotFound` when none is set.
+    async fn get_bucket_replication(&self, _bucket: &str) -> MetaResult<ReplicationConfig> {
+        Err(unsupported())
+    }
+    async fn delete_bucket_replication(&self, _bucket: &str) -> MetaResult<()> {
+        Err(unsupported())
+    }
+    /// Replaces a version's tags (the latest when `version_id` is None);
+    /// returns the version id. Enqueues `TagsChanged` tasks for matching
+    /// rules.
+    async fn put_object_tags(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _version_id: Option<&str>,
+        _tags: BTreeMap<String, String>,
+    ) -> MetaResult<String> {
+        Err(unsupported())
+    }
+
+    /// Adds or replaces a remote.
+    async fn put_remote(&self, _remote: RemoteInfo) -> MetaResult<()> {
+        Err(unsupported())
+    }
+    /// Every remote, with secrets (internal callers only; the admin API
+    /// strips them).
+    async fn list_remotes(&self) -> MetaResult<Vec<RemoteInfo>> {
+        Err(unsupported())
+    }
+    /// `NoSuchRemote`; `InvalidRequest` while a rule still names it.
+    async fn delete_remote(&self, _name: &str) -> MetaResult<()> {
+        Err(unsupported())
+    }
+
+    /// Leases up to `max` due tasks of `lane` (oldest due first) for
+    /// `lease_ms`: they are not handed out again until the lease expires
+    /// (so a crashed worker's tasks come back) or they are acknowledged.
+    async fn lease_tasks(&self, _lane: Lane, _max: usize, _lease_ms: u64) -> MetaResult<Vec<ReplicationTask>> {
+        Err(unsupported())
+    }
+    /// Records outcomes: `Done` removes the task and, when it was the
+    /// version's last pending destination, sets the version COMPLETED;
+    /// `Retry` re-queues it at `retry_at_ms` with attempts + 1; `Failed`
+    /// moves it to the failed set and marks the version FAILED.
+    async fn ack_tasks(&self, _acks: Vec<(String, TaskOutcome)>) -> MetaResult<()> {
+        Err(unsupported())
+    }
+    /// Per-rule figures, for one bucket or all.
+    async fn replication_stats(&self, _bucket: Option<&str>) -> MetaResult<Vec<RuleStats>> {
+        Err(unsupported())
+    }
+    /// Puts a bucket's failed tasks back in their lanes; returns how many.
+    async fn retry_failed(&self, _bucket: &str) -> MetaResult<u64> {
+        Err(unsupported())
+    }
+
+    /// Multipart part streaming: the source upload as the worker needs it.
+    async fn replication_upload(&self, _bucket: &str, _key: &str, _upload_id: &str) -> MetaResult<ReplUpload> {
+        Err(unsupported())
+    }
+    /// Records the destination's upload id for a streamed upload if none is
+    /// recorded yet; returns the recorded one (a worker that lost the race
+    /// aborts its own destination upload).
+    async fn set_remote_upload_id(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _upload_id: &str,
+        _destination: &str,
+        _remote_upload_id: &str,
+    ) -> MetaResult<String> {
+        Err(unsupported())
+    }
+
+    /// Existing-object replication: adds backfill-lane `NewVersion` tasks
+    /// for the latest versions after `start_after` (at most `max`) that the
+    /// rule matches; returns the last key scanned (None when done) and
+    /// records progress for `RuleStats::backfill_progress_ratio`.
+    async fn backfill_scan(
+        &self,
+        _bucket: &str,
+        _rule_id: &str,
+        _start_after: Option<&str>,
+        _max: usize,
+    ) -> MetaResult<Option<String>> {
+        Err(unsupported())
+    }
+}
+
+fn unsupported() -> MetaError {
+    MetaError::Unavailable("operation not supported by this MetaApi".into())
 }

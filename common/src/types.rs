@@ -144,6 +144,13 @@ pub struct ObjectVersion {
     /// Access key id of the writer.
     #[serde(default)]
     pub owner: String,
+    /// `x-amz-replication-status`: set when a replication rule matched the
+    /// version at commit (PENDING, then COMPLETED or FAILED), or REPLICA.
+    #[serde(default)]
+    pub replication_status: Option<crate::replication::ReplicationStatus>,
+    /// Set on replicas: the region and original last-modified time.
+    #[serde(default)]
+    pub replica_of: Option<crate::replication::ReplicaOrigin>,
 }
 
 /// What a writer hands to meta: everything except the fields meta assigns
@@ -161,6 +168,9 @@ pub struct NewObject {
     pub parts: Vec<PartSummary>,
     pub tags: BTreeMap<String, String>,
     pub owner: String,
+    /// Set when a replication worker wrote this (never replicated again).
+    #[serde(default)]
+    pub replica_of: Option<crate::replication::ReplicaOrigin>,
 }
 
 /// Outcome of a DeleteObject.

@@ -252,6 +252,8 @@ fn as_read(data: ObjectData, size: u64) -> ObjectRead {
             parts: vec![],
             tags: Default::default(),
             owner: String::new(),
+            replication_status: None,
+            replica_of: None,
         },
         grant: ReadGrant::default(),
     }

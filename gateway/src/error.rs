@@ -96,6 +96,8 @@ pub enum S3Error {
     InvalidPart(String),
     #[error("The list of parts was not in ascending order. Parts must be ordered by part number.")]
     InvalidPartOrder,
+    #[error("The replication configuration was not found")]
+    ReplicationConfigurationNotFoundError,
 
     // ---- server ----
     #[error("We encountered an internal error. Please try again.")]
@@ -143,6 +145,7 @@ impl S3Error {
             BucketNotEmpty => "BucketNotEmpty",
             InvalidPart(_) => "InvalidPart",
             InvalidPartOrder => "InvalidPartOrder",
+            ReplicationConfigurationNotFoundError => "ReplicationConfigurationNotFoundError",
             InternalError(_) => "InternalError",
             ServiceUnavailable(_) => "ServiceUnavailable",
         }
@@ -177,7 +180,9 @@ impl S3Error {
             NotModified => StatusCode::NOT_MODIFIED,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NotImplemented => StatusCode::NOT_IMPLEMENTED,
-            NoSuchBucket | NoSuchKey | NoSuchVersion | NoSuchUpload => StatusCode::NOT_FOUND,
+            NoSuchBucket | NoSuchKey | NoSuchVersion | NoSuchUpload | ReplicationConfigurationNotFoundError => {
+                StatusCode::NOT_FOUND
+            }
             BucketAlreadyOwnedByYou | BucketNotEmpty => StatusCode::CONFLICT,
             InternalError(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -199,6 +204,9 @@ impl From<MetaError> for S3Error {
             MetaError::EntityTooSmall { .. } => S3Error::EntityTooSmall,
             MetaError::NoSuchAccessKey => S3Error::InvalidAccessKeyId,
             MetaError::InvalidArgument(m) => S3Error::InvalidArgument(m),
+            MetaError::InvalidRequest(m) => S3Error::InvalidRequest(m),
+            MetaError::ReplicationConfigurationNotFound => S3Error::ReplicationConfigurationNotFoundError,
+            MetaError::NoSuchRemote(m) => S3Error::InvalidRequest(format!("no such remote: {m}")),
             MetaError::NotLeader { .. } | MetaError::Unavailable(_) => {
                 S3Error::ServiceUnavailable(e.to_string())
             }

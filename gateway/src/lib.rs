@@ -68,6 +68,7 @@ pub struct Gateway {
     pub(crate) meta: Arc<dyn MetaApi>,
     pub(crate) blocks: Arc<dyn BlockRouter>,
     pub(crate) keys: keys::SecretCache,
+    pub(crate) buckets: s3::bucket_cache::BucketCache,
 }
 
 impl Gateway {
@@ -77,11 +78,13 @@ impl Gateway {
         blocks: Arc<dyn BlockRouter>,
     ) -> Arc<Self> {
         let keys = keys::SecretCache::new(meta.clone(), keys::SECRET_TTL);
+        let buckets = s3::bucket_cache::BucketCache::new(meta.clone(), s3::bucket_cache::BUCKET_TTL);
         Arc::new(Gateway {
             cfg,
             meta,
             blocks,
             keys,
+            buckets,
         })
     }
 

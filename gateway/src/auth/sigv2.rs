@@ -133,6 +133,13 @@ pub(crate) fn string_to_sign(
 /// The canonical resource paths to try: the path as sent (with the bucket
 /// first for virtual-hosted style), then its decoded form for clients
 /// that signed the unencoded key.
+///
+/// A bucket addressed without a key is tried both as `/bucket` and
+/// `/bucket/`: botocore's HmacV1 signers always sign the bucket's
+/// `auth_path`, `/bucket/`, while the path-style URL they send (and
+/// presign, e.g. `generate_presigned_url('list_objects_v2')`) is
+/// `/bucket`. S3 accepts both, so a bucket-level request signed either way
+/// verifies.
 fn resource_candidates(parts: &http::request::Parts, vhost_bucket: Option<&str>) -> Vec<String> {
     let raw = match parts.uri.path() {
         "" => "/",
@@ -142,13 +149,26 @@ fn resource_candidates(parts: &http::request::Parts, vhost_bucket: Option<&str>)
         Some(bucket) => format!("/{bucket}{raw}"),
         None => raw.to_string(),
     };
+    let mut candidates = vec![sent.clone()];
+    if let Some(other) = bucket_slash_twin(&sent) {
+        candidates.push(other);
+    }
     let decoded = percent_encoding::percent_decode_str(&sent)
         .decode_utf8_lossy()
         .into_owned();
-    if decoded == sent {
-        vec![sent]
-    } else {
-        vec![sent, decoded]
+    if decoded != sent {
+        candidates.push(decoded);
+    }
+    candidates
+}
+
+/// `/bucket` <-> `/bucket/` for a resource that names a bucket only.
+fn bucket_slash_twin(resource: &str) -> Option<String> {
+    let inner = resource.strip_prefix('/')?;
+    match inner.split_once('/') {
+        None if !inner.is_empty() => Some(format!("{resource}/")),
+        Some((bucket, "")) if !bucket.is_empty() => Some(format!("/{bucket}")),
+        _ => None,
     }
 }
 
@@ -439,6 +459,43 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.code(), "InvalidAccessKeyId");
+    }
+
+    /// What `generate_presigned_url('list_objects_v2', ...)` sends: the
+    /// path is `/bkt` but botocore signs its auth path `/bkt/`, and the
+    /// listing parameters are not sub-resources, so they are not signed.
+    #[tokio::test]
+    async fn botocore_style_presigned_bucket_listing_signs_trailing_slash() {
+        let keys = Keys::one("AK", "s3cr3t");
+        let now = at(1_764_472_607);
+        for (signed, sent, query) in [
+            ("/bkt/", "/bkt", "list-type=2&max-keys=1&encoding-type=url&"),
+            ("/bkt/?versions", "/bkt", "versions&encoding-type=url&"),
+            ("/bkt", "/bkt/", ""),
+        ] {
+            let sig = signature("s3cr3t", &format!("GET\n\n\n1764476207\n{signed}"));
+            let enc =
+                percent_encoding::utf8_percent_encode(&sig, super::super::URI_ENCODE).to_string();
+            let uri = format!("{sent}?{query}AWSAccessKeyId=AK&Signature={enc}&Expires=1764476207");
+            let p = parts(http::Request::get(uri.as_str()).body(()).unwrap());
+            authenticate(&p, &keys, now).await.unwrap_or_else(|e| panic!("{uri}: {e:?}"));
+        }
+        // An object's path gets no slash twin.
+        let sig = signature("s3cr3t", "GET\n\n\n1764476207\n/bkt/k/");
+        let enc = percent_encoding::utf8_percent_encode(&sig, super::super::URI_ENCODE).to_string();
+        let uri = format!("/bkt/k?AWSAccessKeyId=AK&Signature={enc}&Expires=1764476207");
+        let p = parts(http::Request::get(uri.as_str()).body(()).unwrap());
+        let err = authenticate(&p, &keys, now).await.unwrap_err();
+        assert_eq!(err.code(), "SignatureDoesNotMatch");
+    }
+
+    #[test]
+    fn bucket_slash_twins() {
+        assert_eq!(bucket_slash_twin("/bkt").as_deref(), Some("/bkt/"));
+        assert_eq!(bucket_slash_twin("/bkt/").as_deref(), Some("/bkt"));
+        assert_eq!(bucket_slash_twin("/bkt/k"), None);
+        assert_eq!(bucket_slash_twin("/"), None);
+        assert_eq!(bucket_slash_twin("//"), None);
     }
 
     #[tokio::test]

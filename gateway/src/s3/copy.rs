@@ -138,6 +138,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             parts: v.parts.clone(),
             tags: v.tags.clone(),
             owner: ctx.owner().to_string(),
+            replica_of: None,
         })
         .await?;
     let doc = CopyResult {

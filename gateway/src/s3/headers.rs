@@ -188,6 +188,8 @@ mod tests {
             parts: vec![],
             tags: Default::default(),
             owner: "ak".into(),
+            replication_status: None,
+            replica_of: None,
         };
         let mut out = HeaderMap::new();
         write_object_headers(

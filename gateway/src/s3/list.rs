@@ -294,31 +294,35 @@ pub fn versions_result(
     enc: &Enc,
     page: ListVersionsPage,
 ) -> ListVersionsResult {
-    let mut versions = Vec::new();
-    let mut delete_markers = Vec::new();
-    for v in &page.versions {
-        if v.is_delete_marker {
-            delete_markers.push(DeleteMarkerEntry {
-                key: enc.s(&v.key),
-                version_id: v.version_id.clone(),
-                is_latest: v.is_latest,
-                last_modified: iso8601_ms(v.last_modified_ms),
-                owner: Owner::new(&v.owner),
-            });
-        } else {
-            versions.push(VersionEntry {
-                key: enc.s(&v.key),
-                version_id: v.version_id.clone(),
-                is_latest: v.is_latest,
-                last_modified: iso8601_ms(v.last_modified_ms),
-                etag: quote_etag(&v.etag),
-                checksum_algorithm: algorithms(v),
-                size: v.size,
-                storage_class: "STANDARD",
-                owner: Owner::new(&v.owner),
-            });
-        }
-    }
+    // Meta lists in key order, newest first within a key; S3 keeps that
+    // order across both element kinds, and some clients rely on it.
+    let entries = page
+        .versions
+        .iter()
+        .map(|v| {
+            if v.is_delete_marker {
+                VersionListEntry::DeleteMarker(DeleteMarkerEntry {
+                    key: enc.s(&v.key),
+                    version_id: v.version_id.clone(),
+                    is_latest: v.is_latest,
+                    last_modified: iso8601_ms(v.last_modified_ms),
+                    owner: Owner::new(&v.owner),
+                })
+            } else {
+                VersionListEntry::Version(VersionEntry {
+                    key: enc.s(&v.key),
+                    version_id: v.version_id.clone(),
+                    is_latest: v.is_latest,
+                    last_modified: iso8601_ms(v.last_modified_ms),
+                    etag: quote_etag(&v.etag),
+                    checksum_algorithm: algorithms(v),
+                    size: v.size,
+                    storage_class: "STANDARD",
+                    owner: Owner::new(&v.owner),
+                })
+            }
+        })
+        .collect();
     ListVersionsResult {
         name: bucket.to_string(),
         prefix: enc.s(prefix),
@@ -336,8 +340,7 @@ pub fn versions_result(
         delimiter: enc.opt(delimiter.as_deref()),
         encoding_type: enc.name(),
         is_truncated: page.is_truncated,
-        versions,
-        delete_markers,
+        entries,
         common_prefixes: enc.prefixes(&page.common_prefixes),
         ..Default::default()
     }

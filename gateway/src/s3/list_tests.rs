@@ -23,6 +23,8 @@ fn obj(key: &str, version_id: &str, latest: bool, marker: bool) -> ObjectVersion
         parts: vec![],
         tags: Default::default(),
         owner: "AK".into(),
+        replication_status: None,
+        replica_of: None,
     }
 }
 
@@ -140,30 +142,69 @@ fn v2_result_echoes_token_start_after_and_owner() {
 }
 
 #[test]
-fn versions_result_separates_delete_markers() {
+fn versions_result_interleaves_delete_markers_in_listing_order() {
     let page = ListVersionsPage {
-        versions: vec![obj("k", "v2", true, true), obj("k", "v1", false, false)],
-        common_prefixes: vec![],
+        versions: vec![
+            obj("a", "a3", true, false),
+            obj("a", "a2", false, true),
+            obj("a", "a1", false, false),
+            obj("k", "v2", true, true),
+            obj("k", "v1", false, false),
+        ],
+        common_prefixes: vec!["p/".into()],
         is_truncated: true,
         next_key_marker: Some("k".into()),
         next_version_id_marker: Some("v1".into()),
     };
-    let doc = versions_result("bkt", "", None, None, None, 2, &Enc(false), page);
+    let doc = versions_result("bkt", "", None, None, None, 5, &Enc(false), page);
     let xml = render("ListVersionsResult", &doc).unwrap();
-    let expected = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+    let version = |key: &str, id: &str, latest: bool| {
+        format!(
+            "<Version><Key>{key}</Key><VersionId>{id}</VersionId><IsLatest>{latest}</IsLatest>\
+             <LastModified>2026-11-30T04:00:00.000Z</LastModified><ETag>\"acbd18db4cc2f85cedef654fccc4a4d8\"</ETag>\
+             <ChecksumAlgorithm>CRC32</ChecksumAlgorithm><Size>3</Size><StorageClass>STANDARD</StorageClass>\
+             <Owner><ID>AK</ID><DisplayName>AK</DisplayName></Owner></Version>"
+        )
+    };
+    let marker = |key: &str, id: &str, latest: bool| {
+        format!(
+            "<DeleteMarker><Key>{key}</Key><VersionId>{id}</VersionId><IsLatest>{latest}</IsLatest>\
+             <LastModified>2026-11-30T04:00:00.000Z</LastModified>\
+             <Owner><ID>AK</ID><DisplayName>AK</DisplayName></Owner></DeleteMarker>"
+        )
+    };
+    let expected = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
         <ListVersionsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
         <Name>bkt</Name><Prefix></Prefix><KeyMarker></KeyMarker><VersionIdMarker></VersionIdMarker>\
         <NextKeyMarker>k</NextKeyMarker><NextVersionIdMarker>v1</NextVersionIdMarker>\
-        <MaxKeys>2</MaxKeys><IsTruncated>true</IsTruncated>\
-        <Version><Key>k</Key><VersionId>v1</VersionId><IsLatest>false</IsLatest>\
-        <LastModified>2026-11-30T04:00:00.000Z</LastModified><ETag>\"acbd18db4cc2f85cedef654fccc4a4d8\"</ETag>\
-        <ChecksumAlgorithm>CRC32</ChecksumAlgorithm><Size>3</Size><StorageClass>STANDARD</StorageClass>\
-        <Owner><ID>AK</ID><DisplayName>AK</DisplayName></Owner></Version>\
-        <DeleteMarker><Key>k</Key><VersionId>v2</VersionId><IsLatest>true</IsLatest>\
-        <LastModified>2026-11-30T04:00:00.000Z</LastModified>\
-        <Owner><ID>AK</ID><DisplayName>AK</DisplayName></Owner></DeleteMarker>\
-        </ListVersionsResult>";
-    assert_eq!(normalize(&xml), normalize(expected));
+        <MaxKeys>5</MaxKeys><IsTruncated>true</IsTruncated>\
+        {}{}{}{}{}<CommonPrefixes><Prefix>p/</Prefix></CommonPrefixes></ListVersionsResult>",
+        version("a", "a3", true),
+        marker("a", "a2", false),
+        version("a", "a1", false),
+        marker("k", "v2", true),
+        version("k", "v1", false),
+    );
+    assert_eq!(normalize(&xml), normalize(&expected));
+}
+
+#[test]
+fn empty_versions_result_has_no_entries() {
+    let doc = versions_result(
+        "bkt",
+        "",
+        None,
+        None,
+        None,
+        1000,
+        &Enc(false),
+        ListVersionsPage::default(),
+    );
+    let xml = render("ListVersionsResult", &doc).unwrap();
+    assert!(!xml.contains("<Version>"), "{xml}");
+    assert!(!xml.contains("<DeleteMarker>"), "{xml}");
+    assert!(xml.ends_with("<IsTruncated>false</IsTruncated></ListVersionsResult>"), "{xml}");
 }
 
 /// `<X/>` and `<X></X>` are the same element.

@@ -3,6 +3,7 @@
 //! headers, and small-body reading.
 
 pub mod bucket;
+pub mod bucket_cache;
 pub mod conditions;
 pub mod copy;
 pub mod delete_objects;
@@ -283,10 +284,21 @@ pub fn check_key(key: &str) -> Result<(), S3Error> {
     Ok(())
 }
 
-/// The version id header S3 sends: omitted for the "null" version of an
-/// unversioned write.
-pub fn version_header(headers: &mut HeaderMap, version_id: &str) {
-    if version_id != godwit_common::types::NULL_VERSION_ID {
+/// Sets `x-amz-version-id` when `shown` (see `shows_version_id`).
+pub fn version_header(headers: &mut HeaderMap, version_id: &str, shown: bool) {
+    if shown {
         set_header(headers, "x-amz-version-id", version_id);
     }
+}
+
+/// Whether a response about `version_id` of an object in `bucket` carries
+/// `x-amz-version-id`: always for a real version id; for "null" only when
+/// the bucket's versioning is Enabled or Suspended (S3 omits the header in
+/// buckets that never had versioning). Only the "null" case consults the
+/// bucket, through the gateway's short-lived bucket cache
+/// (`bucket_cache`), so a real id costs nothing and an unversioned
+/// bucket's GET costs a meta read at most once per `BUCKET_TTL`.
+pub async fn shows_version_id(ctx: &Ctx, bucket: &str, version_id: &str) -> bool {
+    version_id != godwit_common::types::NULL_VERSION_ID
+        || ctx.gw.buckets.has_versioning(bucket).await
 }

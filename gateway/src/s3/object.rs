@@ -79,6 +79,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
             parts: vec![],
             tags: Default::default(),
             owner: ctx.owner().to_string(),
+            replica_of: None,
         })
         .await?;
     let mut resp = empty_response(StatusCode::OK);
@@ -114,6 +115,13 @@ fn delete_marker_error(v: &ObjectVersion, by_version_id: bool) -> ApiError {
 
 /// Byte span `[start, end)` of part `n` of `v`, and the parts count to
 /// report (None for an object that was not uploaded in parts).
+///
+/// `n` is the part's position in the completed object (1..=PartsCount),
+/// not the number it was uploaded with: an upload completed with parts
+/// 1, 3 and 7 answers `partNumber=2` with the part uploaded as 3. That is
+/// what S3 does (it reports `x-amz-mp-parts-count` and clients such as the
+/// AWS SDKs' multipart downloaders fetch parts 1..=count), and MinIO does
+/// the same.
 pub fn part_span(v: &ObjectVersion, n: u32) -> Result<(u64, u64, Option<usize>), S3Error> {
     if v.parts.is_empty() {
         // A simple upload is its own part 1.
@@ -123,14 +131,12 @@ pub fn part_span(v: &ObjectVersion, n: u32) -> Result<(u64, u64, Option<usize>),
             Err(S3Error::InvalidPartNumber)
         };
     }
-    let mut offset = 0u64;
-    for p in &v.parts {
-        if p.number == n {
-            return Ok((offset, offset + p.size, Some(v.parts.len())));
-        }
-        offset += p.size;
-    }
-    Err(S3Error::InvalidPartNumber)
+    let index = (n as usize)
+        .checked_sub(1)
+        .filter(|i| *i < v.parts.len())
+        .ok_or(S3Error::InvalidPartNumber)?;
+    let start: u64 = v.parts[..index].iter().map(|p| p.size).sum();
+    Ok((start, start + v.parts[index].size, Some(v.parts.len())))
 }
 
 /// GetObject, and HeadObject when `head` (same headers, no body).
@@ -334,6 +340,8 @@ mod tests {
                 .collect(),
             tags: Default::default(),
             owner: String::new(),
+            replication_status: None,
+            replica_of: None,
         }
     }
 
@@ -343,6 +351,21 @@ mod tests {
         assert_eq!(part_span(&v, 1).unwrap(), (0, 10, Some(3)));
         assert_eq!(part_span(&v, 3).unwrap(), (20, 25, Some(3)));
         assert!(matches!(part_span(&v, 4), Err(S3Error::InvalidPartNumber)));
+    }
+
+    #[test]
+    fn part_number_is_the_position_not_the_uploaded_number() {
+        // Completed from parts uploaded as 1, 3 and 7.
+        let v = version(25, &[(1, 10), (3, 10), (7, 5)]);
+        assert_eq!(part_span(&v, 1).unwrap(), (0, 10, Some(3)));
+        assert_eq!(part_span(&v, 2).unwrap(), (10, 20, Some(3)));
+        assert_eq!(part_span(&v, 3).unwrap(), (20, 25, Some(3)));
+        for n in [4, 7, 10_000] {
+            assert!(
+                matches!(part_span(&v, n), Err(S3Error::InvalidPartNumber)),
+                "{n}"
+            );
+        }
     }
 
     #[test]

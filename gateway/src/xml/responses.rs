@@ -259,12 +259,19 @@ pub struct ListVersionsResult {
     pub encoding_type: Option<String>,
     #[serde(rename = "IsTruncated")]
     pub is_truncated: bool,
-    #[serde(rename = "Version")]
-    pub versions: Vec<VersionEntry>,
-    #[serde(rename = "DeleteMarker")]
-    pub delete_markers: Vec<DeleteMarkerEntry>,
+    /// `<Version>` and `<DeleteMarker>` elements interleaved as S3 sends
+    /// them: in key order, newest first within a key.
+    #[serde(rename = "$value")]
+    pub entries: Vec<VersionListEntry>,
     #[serde(rename = "CommonPrefixes")]
     pub common_prefixes: Vec<CommonPrefix>,
+}
+
+/// One element of a versions listing; the variant names the element.
+#[derive(Serialize, Debug)]
+pub enum VersionListEntry {
+    Version(VersionEntry),
+    DeleteMarker(DeleteMarkerEntry),
 }
 
 #[derive(Serialize, Debug)]

@@ -196,6 +196,8 @@ pub(super) fn complete_upload(
             .collect(),
         tags: upload.tags,
         owner: upload.owner,
+        replication_status: None,
+        replica_of: None,
     };
     // The object takes its references before the parts drop theirs, so a
     // block shared by both never touches zero in between (it would not

@@ -66,6 +66,8 @@ pub(super) fn put_object(
         parts: obj.parts,
         tags: obj.tags,
         owner: obj.owner,
+        replication_status: None,
+        replica_of: None,
     };
     commit_version(tx, &version, seq)?;
     Ok(Reply::Version(Box::new(version)))
@@ -118,6 +120,8 @@ pub(super) fn delete_object(
                 parts: Vec::new(),
                 tags: Default::default(),
                 owner: String::new(),
+                replication_status: None,
+                replica_of: None,
             };
             commit_version(tx, &marker, seq)?;
             DeleteOutcome {

@@ -55,6 +55,7 @@ pub fn new_object(bucket: &str, key: &str, data: ObjectData) -> NewObject {
         parts: vec![],
         tags: Default::default(),
         owner: "AKTEST".into(),
+        replica_of: None,
     }
 }
 

@@ -1,0 +1,244 @@
+//! Reading an object's bytes from its blocks, shared by the gateway (GET,
+//! UploadPartCopy) and the replication worker.
+//!
+//! Only the blocks overlapping the range are fetched, in order, each from
+//! the first replica that answers; a replica that fails midway is replaced
+//! by the next one from the same offset (blocks are immutable).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+
+use crate::types::{BlockRef, ObjectData, ObjectRead};
+use crate::{BlockError, BlockRouter, ByteStream};
+
+/// One block's share of a read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub id: String,
+    pub nodes: Vec<crate::types::NodeId>,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// The pieces of `blocks` covering `[start, end)`.
+pub fn segments(blocks: &[BlockRef], start: u64, end: u64) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut base = 0u64;
+    for b in blocks {
+        let (lo, hi) = (start.max(base), end.min(base + b.size));
+        if lo < hi {
+            out.push(Segment {
+                id: b.id.clone(),
+                nodes: b.nodes.clone(),
+                offset: lo - base,
+                len: hi - lo,
+            });
+        }
+        base += b.size;
+        if base >= end {
+            break;
+        }
+    }
+    out
+}
+
+/// Streams bytes `[start, end)` of an object.
+pub fn read_range(
+    router: Arc<dyn BlockRouter>,
+    obj: &ObjectRead,
+    start: u64,
+    end: u64,
+) -> ByteStream {
+    match &obj.version.data {
+        ObjectData::Inline(bytes) => {
+            let (s, e) = (
+                start.min(bytes.len() as u64) as usize,
+                end.min(bytes.len() as u64) as usize,
+            );
+            let piece = Bytes::copy_from_slice(&bytes[s..e]);
+            Box::pin(futures::stream::iter(
+                (!piece.is_empty()).then_some(Ok(piece)),
+            ))
+        }
+        ObjectData::Blocks(blocks) => {
+            let segs = segments(blocks, start, end)
+                .into_iter()
+                .map(|s| {
+                    let token = obj.grant.tokens.get(&s.id).cloned().unwrap_or_default();
+                    (s, token)
+                })
+                .collect();
+            let state = ReadState {
+                router,
+                segments: segs,
+                current: None,
+            };
+            Box::pin(futures::stream::unfold(state, |mut st| async move {
+                st.next().await.map(|item| (item, st))
+            }))
+        }
+    }
+}
+
+struct Reading {
+    seg: Segment,
+    token: String,
+    stream: ByteStream,
+    node_idx: usize,
+    delivered: u64,
+}
+
+struct ReadState {
+    router: Arc<dyn BlockRouter>,
+    segments: VecDeque<(Segment, String)>,
+    current: Option<Reading>,
+}
+
+/// Opens `seg` from `delivered` on, at the first replica from
+/// `first_node` that answers.
+async fn open_segment(
+    router: &Arc<dyn BlockRouter>,
+    seg: Segment,
+    token: String,
+    first_node: usize,
+    delivered: u64,
+) -> Result<Reading, std::io::Error> {
+    let mut last_err = BlockError::Unavailable(format!("block {} has no replica left", seg.id));
+    for (idx, node) in seg.nodes.iter().enumerate().skip(first_node) {
+        let Some(store) = router.node(*node) else {
+            last_err = BlockError::Unavailable(format!("datanode {node} is unknown"));
+            continue;
+        };
+        match store
+            .get_block(
+                &seg.id,
+                &token,
+                seg.offset + delivered,
+                Some(seg.len - delivered),
+            )
+            .await
+        {
+            Ok(stream) => {
+                return Ok(Reading {
+                    seg,
+                    token,
+                    stream,
+                    node_idx: idx,
+                    delivered,
+                })
+            }
+            Err(e) => {
+                tracing::warn!(block = %seg.id, node, error = %e, "block read failed, trying next replica");
+                last_err = e;
+            }
+        }
+    }
+    Err(std::io::Error::other(last_err))
+}
+
+impl ReadState {
+    async fn next(&mut self) -> Option<Result<Bytes, std::io::Error>> {
+        loop {
+            let mut reading = match self.current.take() {
+                Some(r) => r,
+                None => {
+                    let (seg, token) = self.segments.pop_front()?;
+                    match open_segment(&self.router, seg, token, 0, 0).await {
+                        Ok(r) => r,
+                        Err(e) => {
+                            self.segments.clear();
+                            return Some(Err(e));
+                        }
+                    }
+                }
+            };
+            let want = reading.seg.len - reading.delivered;
+            match reading.stream.next().await {
+                Some(Ok(mut chunk)) => {
+                    if chunk.len() as u64 > want {
+                        chunk.truncate(want as usize);
+                    }
+                    reading.delivered += chunk.len() as u64;
+                    if reading.delivered < reading.seg.len {
+                        self.current = Some(reading);
+                    }
+                    if chunk.is_empty() {
+                        continue;
+                    }
+                    return Some(Ok(chunk));
+                }
+                // A replica that ends early or fails: the next one resumes
+                // where it stopped (blocks are immutable).
+                end_or_err => {
+                    if want == 0 {
+                        continue;
+                    }
+                    let why = match end_or_err {
+                        Some(Err(e)) => e.to_string(),
+                        _ => "stream ended early".to_string(),
+                    };
+                    let node = reading.seg.nodes.get(reading.node_idx).copied();
+                    tracing::warn!(block = %reading.seg.id, ?node, error = %why, "block read interrupted, trying next replica");
+                    let Reading {
+                        seg,
+                        token,
+                        node_idx,
+                        delivered,
+                        ..
+                    } = reading;
+                    match open_segment(&self.router, seg, token, node_idx + 1, delivered).await {
+                        Ok(r) => self.current = Some(r),
+                        Err(e) => {
+                            self.segments.clear();
+                            return Some(Err(e));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(id: &str, size: u64) -> BlockRef {
+        BlockRef {
+            id: id.into(),
+            size,
+            nodes: vec![1, 2],
+        }
+    }
+
+    #[test]
+    fn segments_cover_only_overlapping_blocks() {
+        let blocks = vec![b("a", 10), b("b", 10), b("c", 5)];
+        let whole = segments(&blocks, 0, 25);
+        assert_eq!(
+            whole
+                .iter()
+                .map(|s| (s.id.as_str(), s.offset, s.len))
+                .collect::<Vec<_>>(),
+            vec![("a", 0, 10), ("b", 0, 10), ("c", 0, 5)]
+        );
+        let mid = segments(&blocks, 8, 12);
+        assert_eq!(
+            mid.iter()
+                .map(|s| (s.id.as_str(), s.offset, s.len))
+                .collect::<Vec<_>>(),
+            vec![("a", 8, 2), ("b", 0, 2)]
+        );
+        let tail = segments(&blocks, 24, 25);
+        assert_eq!(
+            tail.iter()
+                .map(|s| (s.id.as_str(), s.offset, s.len))
+                .collect::<Vec<_>>(),
+            vec![("c", 4, 1)]
+        );
+        assert!(segments(&blocks, 5, 5).is_empty());
+    }
+}

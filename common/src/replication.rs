@@ -1,0 +1,275 @@
+//! Replication vocabulary shared by meta (rules, the outbox queue, status),
+//! the gateway (the S3 replication API, replica writes) and the
+//! `replication` worker (leases tasks, talks to remotes).
+//!
+//! The queue is a transactional outbox (DESIGN.md invariant 5): the Raft
+//! entry that commits a mutation appends its tasks in the same rocksdb
+//! write batch; workers lease them, and a task leaves the queue only when
+//! its outcome is acknowledged.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Header a replication worker sets on writes to another Godwit region:
+/// the value is `<source region>;<original last-modified ms>`. Writes that
+/// carry it become replicas (status `REPLICA`) and are never replicated
+/// again, which is what makes two-way rules loop-free.
+pub const REPLICA_HEADER: &str = "x-godwit-replica-of";
+/// User-metadata key under which a non-Godwit destination keeps the
+/// original last-modified time (RFC 3339).
+pub const ORIGINAL_MTIME_META: &str = "godwit-original-last-modified";
+
+/// A registered remote region (or any S3 endpoint).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct RemoteInfo {
+    pub name: String,
+    /// Base URL, e.g. `http://127.0.0.1:9100`.
+    pub endpoint: String,
+    pub access_key: String,
+    /// Never returned by listings or logged.
+    pub secret_key: String,
+    /// Region to sign for.
+    pub region: String,
+    /// Bytes per second shared by every lane to this remote; RTC tasks
+    /// take what they need first.
+    #[serde(default)]
+    pub bandwidth_limit: Option<u64>,
+}
+
+/// A bucket's replication configuration, as PutBucketReplication stores it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplicationConfig {
+    /// `<Role>`, kept verbatim (Godwit has no IAM).
+    pub role: String,
+    pub rules: Vec<ReplicationRule>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuleFilter {
+    /// Keys must start with this.
+    pub prefix: String,
+    /// Objects must carry every one of these tags.
+    pub tags: BTreeMap<String, String>,
+}
+
+impl RuleFilter {
+    pub fn matches(&self, key: &str, tags: &BTreeMap<String, String>) -> bool {
+        key.starts_with(&self.prefix) && self.tags.iter().all(|(k, v)| tags.get(k) == Some(v))
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplicationRule {
+    pub id: String,
+    /// Higher wins when several rules to one destination match.
+    pub priority: i32,
+    pub enabled: bool,
+    pub filter: RuleFilter,
+    /// True when the rule used the deprecated V1 `<Prefix>` (no `<Filter>`):
+    /// GetBucketReplication answers in the same schema.
+    #[serde(default)]
+    pub v1_prefix: bool,
+    pub delete_marker_replication: bool,
+    /// Replicate permanent version deletes (a Godwit/MinIO extension; AWS
+    /// never does).
+    #[serde(default)]
+    pub version_delete_replication: bool,
+    pub existing_object_replication: bool,
+    /// `arn:aws:s3:::name` as given.
+    pub destination_arn: String,
+    /// The destination bucket name (from the ARN).
+    pub destination_bucket: String,
+    /// The registered remote that holds the destination bucket.
+    pub remote: String,
+    pub storage_class: Option<String>,
+    /// Replication Time Control: tasks go to the RTC lane.
+    pub rtc: bool,
+    /// RTC threshold (S3 allows only 15).
+    pub rtc_minutes: u32,
+    pub metrics: bool,
+}
+
+impl ReplicationRule {
+    /// The lane new writes of this rule go to.
+    pub fn lane(&self) -> Lane {
+        if self.rtc {
+            Lane::Rtc
+        } else {
+            Lane::Standard
+        }
+    }
+
+    /// `remote/bucket`, the label of a destination in metrics and status.
+    pub fn destination_label(&self) -> String {
+        format!("{}/{}", self.remote, self.destination_bucket)
+    }
+}
+
+/// Worker lanes, in priority order: a backlog in a lower lane never delays
+/// a higher one.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Lane {
+    Rtc,
+    Standard,
+    Backfill,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 3] = [Lane::Rtc, Lane::Standard, Lane::Backfill];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lane::Rtc => "rtc",
+            Lane::Standard => "standard",
+            Lane::Backfill => "backfill",
+        }
+    }
+
+    pub fn index(self) -> u8 {
+        self as u8
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum TaskKind {
+    /// A new version (PutObject, CopyObject, CompleteMultipartUpload when
+    /// the parts were not streamed).
+    NewVersion,
+    /// A delete marker (when the rule's DeleteMarkerReplication is on).
+    DeleteMarker,
+    /// A version removed permanently (when the rule allows).
+    VersionDelete,
+    /// One multipart part was committed at the source.
+    PartCommitted { upload_id: String, part_number: u32 },
+    /// CompleteMultipartUpload at the source: complete at the destination
+    /// with the same parts.
+    MultipartCompleted { upload_id: String },
+    /// AbortMultipartUpload at the source.
+    MultipartAborted { upload_id: String },
+    /// Tags or metadata of an existing version changed.
+    TagsChanged,
+}
+
+impl TaskKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TaskKind::NewVersion => "new_version",
+            TaskKind::DeleteMarker => "delete_marker",
+            TaskKind::VersionDelete => "version_delete",
+            TaskKind::PartCommitted { .. } => "part",
+            TaskKind::MultipartCompleted { .. } => "multipart_complete",
+            TaskKind::MultipartAborted { .. } => "multipart_abort",
+            TaskKind::TagsChanged => "tags",
+        }
+    }
+}
+
+/// One unit of replication work, as leased by a worker.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ReplicationTask {
+    /// Opaque, unique; names the task in `ack_tasks`.
+    pub id: String,
+    pub bucket: String,
+    pub key: String,
+    /// The source version concerned (None for multipart-part tasks).
+    pub version_id: Option<String>,
+    pub kind: TaskKind,
+    pub rule_id: String,
+    pub remote: String,
+    pub destination_bucket: String,
+    pub lane: Lane,
+    /// Commit time at the source (ms): replication latency is measured
+    /// from here to the destination's acknowledgement.
+    pub created_ms: i64,
+    /// Bytes this task moves (0 for deletes).
+    pub size: u64,
+    /// Failed attempts so far.
+    pub attempts: u32,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    /// For RTC rules: the threshold in minutes.
+    #[serde(default)]
+    pub rtc_minutes: Option<u32>,
+}
+
+/// What a worker reports for a leased task.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum TaskOutcome {
+    /// The destination acknowledged (or already had it): the task leaves
+    /// the queue.
+    Done {
+        /// Source commit to destination ack, ms.
+        latency_ms: u64,
+    },
+    /// A transient failure: retry at `retry_at_ms` (the worker's backoff
+    /// with jitter); meta turns it into `Failed` after the configured
+    /// number of attempts.
+    Retry { error: String, retry_at_ms: i64 },
+    /// Not retryable (e.g. the destination bucket does not exist).
+    Failed { error: String },
+}
+
+/// `x-amz-replication-status` of a version.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicationStatus {
+    Pending,
+    Completed,
+    Failed,
+    Replica,
+}
+
+impl ReplicationStatus {
+    pub fn as_header(self) -> &'static str {
+        match self {
+            ReplicationStatus::Pending => "PENDING",
+            ReplicationStatus::Completed => "COMPLETED",
+            ReplicationStatus::Failed => "FAILED",
+            ReplicationStatus::Replica => "REPLICA",
+        }
+    }
+}
+
+/// Where a replica came from (set on versions written with `REPLICA_HEADER`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaOrigin {
+    pub region: String,
+    pub original_mtime_ms: i64,
+}
+
+/// Per rule, destination and lane: the figures behind `/metrics` and
+/// `godwit admin replication status`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct RuleStats {
+    pub bucket: String,
+    pub rule_id: String,
+    pub destination: String,
+    pub lane: String,
+    pub pending_operations: u64,
+    pub pending_bytes: u64,
+    /// Age of the oldest pending task, seconds (0 when none).
+    pub oldest_pending_age_seconds: f64,
+    pub completed_operations_total: u64,
+    pub failed_operations_total: u64,
+    /// Tasks of an RTC rule acknowledged after the threshold.
+    pub rtc_threshold_missed_total: u64,
+    /// Existing-object backfill: fraction of keys scanned (None: no backfill).
+    pub backfill_progress_ratio: Option<f64>,
+}
+
+/// Source-side state of a multipart upload whose parts stream to
+/// destinations. Meta keeps it after the source completes or aborts, until
+/// the `MultipartCompleted` / `MultipartAborted` tasks are acknowledged.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct ReplUpload {
+    pub upload: crate::types::UploadInfo,
+    /// The parts committed at the source, ascending.
+    pub parts: Vec<crate::types::PartRecord>,
+    /// Read tokens for the parts' blocks.
+    pub grant: crate::types::ReadGrant,
+    /// Destination label (`remote/bucket`) -> the destination's upload id.
+    pub remote_upload_ids: BTreeMap<String, String>,
+    /// Set once the source completed: the new version and the part list
+    /// the client sent (number, unquoted etag).
+    pub completed: Option<(String, Vec<(u32, String)>)>,
+}

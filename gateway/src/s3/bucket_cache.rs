@@ -1,0 +1,247 @@
+//! The gateway's short-lived cache of bucket records.
+//!
+//! What it is for: deciding whether a response about a "null" version
+//! carries `x-amz-version-id: null`. S3 sends it in buckets whose
+//! versioning is Enabled or Suspended and omits it in never-versioned
+//! ones, so every GET/HEAD/PUT of a "null" version (that is, every one in
+//! an unversioned bucket) needs the bucket's versioning state.
+//! `MetaApi::get_bucket` is a linearizable Raft read; asking it on each of
+//! those requests would add a meta round trip to the hottest path.
+//!
+//! Why a few seconds of staleness is acceptable: S3 itself documents
+//! bucket configuration as eventually consistent (a versioning change may
+//! take up to 15 minutes to propagate,
+//! https://docs.aws.amazon.com/AmazonS3/latest/userguide/Versioning.html),
+//! and a stale entry only changes that one header, never which version is
+//! read or written (meta decides that at commit). This gateway drops its
+//! own entry when it changes or deletes the bucket, so a client talking
+//! to one gateway sees its own changes at once; other gateways catch up
+//! within `BUCKET_TTL`. Failed look-ups are not cached: a bucket created a
+//! moment ago must be found.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use godwit_common::types::{BucketInfo, VersioningState};
+use godwit_common::{MetaApi, MetaError};
+
+/// How long a bucket record is trusted without asking meta again.
+pub const BUCKET_TTL: Duration = Duration::from_secs(5);
+
+/// Past this many entries, expired ones are swept on insert.
+const SWEEP_ABOVE: usize = 10_000;
+
+pub struct BucketCache {
+    meta: Arc<dyn MetaApi>,
+    ttl: Duration,
+    entries: Mutex<HashMap<String, (BucketInfo, Instant)>>,
+}
+
+impl BucketCache {
+    pub fn new(meta: Arc<dyn MetaApi>, ttl: Duration) -> Self {
+        BucketCache {
+            meta,
+            ttl,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn cached(&self, name: &str) -> Option<BucketInfo> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries
+            .get(name)
+            .filter(|(_, at)| at.elapsed() < self.ttl)
+            .map(|(b, _)| b.clone())
+    }
+
+    /// The bucket's record: cached if fresh, else read from meta.
+    pub async fn get(&self, name: &str) -> Result<BucketInfo, MetaError> {
+        if let Some(b) = self.cached(name) {
+            return Ok(b);
+        }
+        let info = self.meta.get_bucket(name).await?;
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.len() > SWEEP_ABOVE {
+            let ttl = self.ttl;
+            entries.retain(|_, (_, at)| at.elapsed() < ttl);
+        }
+        entries.insert(name.to_string(), (info.clone(), Instant::now()));
+        Ok(info)
+    }
+
+    /// Forgets `name` (after this gateway changed or deleted it).
+    pub fn invalidate(&self, name: &str) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries.remove(name);
+    }
+
+    /// Whether `name` has ever had versioning on (Enabled or Suspended):
+    /// then its "null" versions are shown as `x-amz-version-id: null`.
+    /// A failed look-up answers false: the header is left out rather than
+    /// failing a request whose real work already succeeded.
+    pub async fn has_versioning(&self, name: &str) -> bool {
+        match self.get(name).await {
+            Ok(b) => b.versioning != VersioningState::Unversioned,
+            Err(e) => {
+                tracing::debug!(bucket = name, error = %e, "bucket look-up for the version header failed");
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use godwit_common::meta_api::MetaResult;
+    use godwit_common::types::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A meta whose only bucket changes state on demand, counting reads.
+    struct OneBucket {
+        state: Mutex<Option<VersioningState>>,
+        reads: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl MetaApi for OneBucket {
+        async fn create_bucket(&self, _: &str, _: &str, _: &str) -> MetaResult<BucketInfo> {
+            unimplemented!()
+        }
+        async fn get_bucket(&self, name: &str) -> MetaResult<BucketInfo> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            match *self.state.lock().unwrap() {
+                Some(versioning) => Ok(BucketInfo {
+                    name: name.to_string(),
+                    created_ms: 0,
+                    region: "us-east-1".into(),
+                    versioning,
+                    owner: String::new(),
+                }),
+                None => Err(MetaError::NoSuchBucket),
+            }
+        }
+        async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>> {
+            unimplemented!()
+        }
+        async fn delete_bucket(&self, _: &str) -> MetaResult<()> {
+            unimplemented!()
+        }
+        async fn set_versioning(&self, _: &str, _: VersioningState) -> MetaResult<()> {
+            unimplemented!()
+        }
+        async fn put_object(&self, _: NewObject) -> MetaResult<ObjectVersion> {
+            unimplemented!()
+        }
+        async fn get_object(&self, _: &str, _: &str, _: Option<&str>) -> MetaResult<ObjectRead> {
+            unimplemented!()
+        }
+        async fn delete_object(
+            &self,
+            _: &str,
+            _: &str,
+            _: Option<&str>,
+        ) -> MetaResult<DeleteOutcome> {
+            unimplemented!()
+        }
+        async fn list_objects(&self, _: ListObjectsQuery) -> MetaResult<ListObjectsPage> {
+            unimplemented!()
+        }
+        async fn list_versions(&self, _: ListVersionsQuery) -> MetaResult<ListVersionsPage> {
+            unimplemented!()
+        }
+        async fn create_upload(&self, _: NewUpload) -> MetaResult<UploadInfo> {
+            unimplemented!()
+        }
+        async fn get_upload(&self, _: &str, _: &str, _: &str) -> MetaResult<UploadInfo> {
+            unimplemented!()
+        }
+        async fn put_part(&self, _: &str, _: &str, _: &str, _: PartRecord) -> MetaResult<()> {
+            unimplemented!()
+        }
+        async fn list_parts(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: u32,
+            _: usize,
+        ) -> MetaResult<ListPartsPage> {
+            unimplemented!()
+        }
+        async fn complete_upload(&self, _: CompleteUpload) -> MetaResult<ObjectVersion> {
+            unimplemented!()
+        }
+        async fn abort_upload(&self, _: &str, _: &str, _: &str) -> MetaResult<()> {
+            unimplemented!()
+        }
+        async fn list_uploads(&self, _: ListUploadsQuery) -> MetaResult<ListUploadsPage> {
+            unimplemented!()
+        }
+        async fn get_access_key(&self, _: &str) -> MetaResult<AccessKey> {
+            unimplemented!()
+        }
+        async fn put_access_key(&self, _: AccessKey) -> MetaResult<AccessKey> {
+            unimplemented!()
+        }
+        async fn list_access_keys(&self) -> MetaResult<Vec<AccessKey>> {
+            unimplemented!()
+        }
+        async fn delete_access_key(&self, _: &str) -> MetaResult<()> {
+            unimplemented!()
+        }
+        async fn allocate_blocks(&self, _: usize) -> MetaResult<Vec<BlockAlloc>> {
+            unimplemented!()
+        }
+        async fn unreferenced_blocks(&self, _: Vec<String>) -> MetaResult<Vec<String>> {
+            unimplemented!()
+        }
+        async fn register_datanode(&self, _: DatanodeInfo) -> MetaResult<()> {
+            unimplemented!()
+        }
+        async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
+            unimplemented!()
+        }
+        async fn status(&self) -> MetaResult<MetaStatus> {
+            unimplemented!()
+        }
+    }
+
+    fn setup(state: Option<VersioningState>, ttl: Duration) -> (Arc<OneBucket>, BucketCache) {
+        let meta = Arc::new(OneBucket {
+            state: Mutex::new(state),
+            reads: AtomicUsize::new(0),
+        });
+        let cache = BucketCache::new(meta.clone(), ttl);
+        (meta, cache)
+    }
+
+    #[tokio::test]
+    async fn fresh_entries_save_meta_reads_until_invalidated() {
+        let (meta, cache) = setup(Some(VersioningState::Unversioned), BUCKET_TTL);
+        assert!(!cache.has_versioning("b").await);
+        assert!(!cache.has_versioning("b").await);
+        assert_eq!(meta.reads.load(Ordering::SeqCst), 1);
+
+        *meta.state.lock().unwrap() = Some(VersioningState::Suspended);
+        // Still the cached answer...
+        assert!(!cache.has_versioning("b").await);
+        // ...until this gateway changes the bucket.
+        cache.invalidate("b");
+        assert!(cache.has_versioning("b").await);
+        assert_eq!(meta.reads.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn expired_entries_are_read_again_and_failures_are_not_cached() {
+        let (meta, cache) = setup(None, Duration::ZERO);
+        assert!(matches!(cache.get("b").await, Err(MetaError::NoSuchBucket)));
+        assert!(!cache.has_versioning("b").await);
+        *meta.state.lock().unwrap() = Some(VersioningState::Enabled);
+        assert!(cache.has_versioning("b").await);
+        assert!(cache.has_versioning("b").await);
+        assert_eq!(meta.reads.load(Ordering::SeqCst), 4);
+    }
+}
