@@ -78,7 +78,8 @@ impl Gateway {
         blocks: Arc<dyn BlockRouter>,
     ) -> Arc<Self> {
         let keys = keys::SecretCache::new(meta.clone(), keys::SECRET_TTL);
-        let buckets = s3::bucket_cache::BucketCache::new(meta.clone(), s3::bucket_cache::BUCKET_TTL);
+        let buckets =
+            s3::bucket_cache::BucketCache::new(meta.clone(), s3::bucket_cache::BUCKET_TTL);
         Arc::new(Gateway {
             cfg,
             meta,

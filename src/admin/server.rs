@@ -10,9 +10,11 @@ use async_trait::async_trait;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
+use godwit_common::replication::{RemoteInfo, RuleStats};
 use godwit_common::types::AccessKey;
+use sha2::Digest;
 use godwit_common::{MetaApi, MetaError};
 use godwit_gateway::auth::{self, SecretLookup};
 use godwit_gateway::error::S3Error;
@@ -69,6 +71,7 @@ enum AdminError {
     NotReady,
     Auth(S3Error),
     NotRoot,
+    BadRequest(String),
     Meta(MetaError),
 }
 
@@ -81,9 +84,12 @@ impl IntoResponse for AdminError {
                 StatusCode::FORBIDDEN,
                 "the admin API needs the root key".into(),
             ),
+            AdminError::BadRequest(m) => (StatusCode::BAD_REQUEST, m),
             AdminError::Meta(MetaError::NoSuchAccessKey) => {
                 (StatusCode::NOT_FOUND, "no such access key".into())
             }
+            AdminError::Meta(e @ MetaError::NoSuchRemote(_)) => (StatusCode::NOT_FOUND, e.to_string()),
+            AdminError::Meta(e @ MetaError::InvalidRequest(_)) => (StatusCode::CONFLICT, e.to_string()),
             AdminError::Meta(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         };
         (status, Json(serde_json::json!({ "error": msg }))).into_response()
@@ -218,6 +224,97 @@ async fn status(
     }))
 }
 
+/// A remote as listed: never with its secret.
+#[derive(Serialize, Deserialize, Debug)]
+pub struct RemoteSummary {
+    pub name: String,
+    pub endpoint: String,
+    pub access_key: String,
+    pub region: String,
+    pub bandwidth_limit: Option<u64>,
+}
+
+impl From<RemoteInfo> for RemoteSummary {
+    fn from(r: RemoteInfo) -> Self {
+        RemoteSummary {
+            name: r.name,
+            endpoint: r.endpoint,
+            access_key: r.access_key,
+            region: r.region,
+            bandwidth_limit: r.bandwidth_limit,
+        }
+    }
+}
+
+/// Verifies the signature over the JSON body too (its SHA-256 is signed),
+/// then parses it.
+async fn signed_json<T: serde::de::DeserializeOwned>(state: &AdminState, req: Request) -> Result<T, AdminError> {
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .map_err(|_| AdminError::Auth(S3Error::IncompleteBody))?;
+    let want = parts.headers.get("x-amz-content-sha256").and_then(|v| v.to_str().ok()).unwrap_or("");
+    if want != hex::encode(sha2::Sha256::digest(&bytes)) {
+        return Err(AdminError::Auth(S3Error::XAmzContentSHA256Mismatch));
+    }
+    require_root(state, Request::from_parts(parts, axum::body::Body::empty())).await?;
+    serde_json::from_slice(&bytes).map_err(|e| AdminError::BadRequest(e.to_string()))
+}
+
+async fn add_remote(State(s): State<Arc<AdminState>>, req: Request) -> Result<StatusCode, AdminError> {
+    let remote: RemoteInfo = signed_json(&s, req).await?;
+    if remote.name.is_empty() || !remote.endpoint.starts_with("http") {
+        return Err(AdminError::BadRequest("a remote needs a name and an http(s) endpoint".into()));
+    }
+    s.meta()?.put_remote(remote).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn list_remotes(State(s): State<Arc<AdminState>>, req: Request) -> Result<Json<Vec<RemoteSummary>>, AdminError> {
+    require_root(&s, req).await?;
+    let remotes = s.meta()?.list_remotes().await?;
+    Ok(Json(remotes.into_iter().map(RemoteSummary::from).collect()))
+}
+
+async fn remove_remote(
+    State(s): State<Arc<AdminState>>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<StatusCode, AdminError> {
+    require_root(&s, req).await?;
+    s.meta()?.delete_remote(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+struct BucketQuery {
+    bucket: Option<String>,
+}
+
+async fn replication_status(
+    State(s): State<Arc<AdminState>>,
+    Query(q): Query<BucketQuery>,
+    req: Request,
+) -> Result<Json<Vec<RuleStats>>, AdminError> {
+    require_root(&s, req).await?;
+    Ok(Json(s.meta()?.replication_stats(q.bucket.as_deref()).await?))
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct RetryOutcome {
+    pub requeued: u64,
+}
+
+async fn retry_failed(
+    State(s): State<Arc<AdminState>>,
+    Query(q): Query<BucketQuery>,
+    req: Request,
+) -> Result<Json<RetryOutcome>, AdminError> {
+    require_root(&s, req).await?;
+    let bucket = q.bucket.ok_or_else(|| AdminError::BadRequest("bucket is required".into()))?;
+    Ok(Json(RetryOutcome { requeued: s.meta()?.retry_failed(&bucket).await? }))
+}
+
 pub fn router(state: Arc<AdminState>) -> Router {
     Router::new()
         .route("/health", get(health))
@@ -225,5 +322,9 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/admin/v1/keys", get(list_keys).post(create_key))
         .route("/admin/v1/keys/{id}", delete(delete_key))
         .route("/admin/v1/status", get(status))
+        .route("/admin/v1/remotes", get(list_remotes).post(add_remote))
+        .route("/admin/v1/remotes/{name}", delete(remove_remote))
+        .route("/admin/v1/replication/status", get(replication_status))
+        .route("/admin/v1/replication/retry-failed", post(retry_failed))
         .with_state(state)
 }

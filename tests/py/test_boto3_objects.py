@@ -441,3 +441,173 @@ def test_presigned_url_with_tampered_signature_is_rejected(s3, s3v4, bucket, sig
     r = requests.get(url.replace("/ps/t?", "/ps/u?"), timeout=30)
     assert r.status_code == 403
     assert error_code(r) == "SignatureDoesNotMatch"
+
+
+def test_presigned_sigv2_bucket_listings(s3, bucket):
+    # botocore's SigV2 signer signs the bucket as "/bucket/" while the URL
+    # path is "/bucket"; the listing parameters are not signed at all.
+    s3.put_object(Bucket=bucket, Key="ls/a b", Body=b"x")
+    s3.put_object(Bucket=bucket, Key="ls/c", Body=b"y")
+    for op, params, marker in [
+        ("list_objects_v2", {"Bucket": bucket, "MaxKeys": 1}, b"<KeyCount>1</KeyCount>"),
+        ("list_objects", {"Bucket": bucket, "Prefix": "ls/"}, b"<Key>ls/a%20b</Key>"),
+        ("list_object_versions", {"Bucket": bucket}, b"<VersionId>null</VersionId>"),
+        ("get_bucket_location", {"Bucket": bucket}, b"LocationConstraint"),
+    ]:
+        url = s3.generate_presigned_url(op, Params=params, ExpiresIn=300)
+        assert "AWSAccessKeyId=" in url
+        r = requests.get(url, timeout=30)
+        assert r.status_code == 200, (op, r.text)
+        assert marker in r.content, (op, r.text)
+    # A tampered bucket-level signature still fails.
+    url = s3.generate_presigned_url("list_objects_v2", Params={"Bucket": bucket}, ExpiresIn=300)
+    r = requests.get(url.replace("Signature=", "Signature=A"), timeout=30)
+    assert r.status_code == 403 and error_code(r) == "SignatureDoesNotMatch"
+
+
+# ---------------------------------------------------------------- DeleteObjects integrity
+
+
+def test_delete_objects_without_content_md5_or_checksum_is_invalid_request(server, s3, bucket):
+    from s3util import error_field, signed_request
+
+    s3.put_object(Bucket=bucket, Key="keep", Body=b"k")
+    body = b'<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>keep</Key></Object></Delete>'
+    url = f"{server.endpoint}/{bucket}?delete"
+    r = signed_request("POST", url, body=body, headers={"Content-Type": "application/xml"})
+    assert r.status_code == 400, r.text
+    assert error_code(r) == "InvalidRequest"
+    assert error_field(r, "Message") == "Missing required header for this request: Content-MD5"
+    assert s3.get_object(Bucket=bucket, Key="keep")["Body"].read() == b"k"
+
+    # The same request with Content-MD5 (or a flexible checksum) is served.
+    import base64
+
+    md5 = base64.b64encode(hashlib.md5(body).digest()).decode()
+    r = signed_request("POST", url, body=body, headers={"Content-Type": "application/xml", "Content-MD5": md5})
+    assert r.status_code == 200, r.text
+    assert b"<Deleted><Key>keep</Key></Deleted>" in r.content
+    s3.put_object(Bucket=bucket, Key="keep", Body=b"k")
+    crc = checksum_b64("CRC32", body)
+    r = signed_request("POST", url, body=body, headers={"x-amz-checksum-crc32": crc})
+    assert r.status_code == 200, r.text
+
+
+# ---------------------------------------------------------------- conditional writes
+
+
+def test_put_if_none_match_star_only_creates(s3, bucket):
+    first = s3.put_object(Bucket=bucket, Key="once", Body=b"first", IfNoneMatch="*")
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="once", Body=b"second", IfNoneMatch="*")
+    assert client_error(e) == ("PreconditionFailed", 412)
+    got = s3.get_object(Bucket=bucket, Key="once")
+    assert got["Body"].read() == b"first" and got["ETag"] == first["ETag"]
+
+    # A large body (bound for datanodes) is refused the same way, and
+    # leaves the object alone.
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="once", Body=os.urandom(MIB), IfNoneMatch="*")
+    assert client_error(e) == ("PreconditionFailed", 412)
+    assert s3.get_object(Bucket=bucket, Key="once")["Body"].read() == b"first"
+
+    # Only "*" is offered.
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="other", Body=b"x", IfNoneMatch=first["ETag"])
+    assert client_error(e) == ("NotImplemented", 501)
+
+
+def test_put_if_none_match_treats_a_delete_marker_as_absent(s3, bucket):
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_object(Bucket=bucket, Key="dm", Body=b"old")
+    s3.delete_object(Bucket=bucket, Key="dm")
+    s3.put_object(Bucket=bucket, Key="dm", Body=b"new", IfNoneMatch="*")
+    assert s3.get_object(Bucket=bucket, Key="dm")["Body"].read() == b"new"
+
+
+def test_put_if_match_compares_the_current_etag(s3, bucket):
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="cas", Body=b"x", IfMatch=quoted(md5_hex(b"x")))
+    assert client_error(e) == ("NoSuchKey", 404)
+
+    v1 = s3.put_object(Bucket=bucket, Key="cas", Body=b"v1")["ETag"]
+    v2 = s3.put_object(Bucket=bucket, Key="cas", Body=b"v2", IfMatch=v1)["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="cas", Body=b"v3", IfMatch=v1)
+    assert client_error(e) == ("PreconditionFailed", 412)
+    assert s3.get_object(Bucket=bucket, Key="cas")["Body"].read() == b"v2"
+    s3.put_object(Bucket=bucket, Key="cas", Body=os.urandom(MIB), IfMatch=v2)
+
+
+def test_complete_multipart_upload_conditional_writes(s3, bucket):
+    def upload(key):
+        uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+        etag = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=1, Body=b"only part")["ETag"]
+        return uid, {"Parts": [{"PartNumber": 1, "ETag": etag}]}
+
+    s3.put_object(Bucket=bucket, Key="mpc", Body=b"existing")
+    uid, parts = upload("mpc")
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="mpc", UploadId=uid, MultipartUpload=parts, IfNoneMatch="*")
+    assert client_error(e) == ("PreconditionFailed", 412)
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(
+            Bucket=bucket, Key="mpc", UploadId=uid, MultipartUpload=parts, IfMatch=quoted(md5_hex(b"other"))
+        )
+    assert client_error(e) == ("PreconditionFailed", 412)
+    # The upload survives a failed precondition and completes with the right one.
+    assert s3.get_object(Bucket=bucket, Key="mpc")["Body"].read() == b"existing"
+    s3.complete_multipart_upload(
+        Bucket=bucket, Key="mpc", UploadId=uid, MultipartUpload=parts, IfMatch=quoted(md5_hex(b"existing"))
+    )
+    assert s3.get_object(Bucket=bucket, Key="mpc")["Body"].read() == b"only part"
+
+    uid, parts = upload("mpnew")
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(
+            Bucket=bucket, Key="mpnew", UploadId=uid, MultipartUpload=parts, IfMatch=quoted(md5_hex(b"x"))
+        )
+    assert client_error(e) == ("NoSuchKey", 404)
+    s3.complete_multipart_upload(Bucket=bucket, Key="mpnew", UploadId=uid, MultipartUpload=parts, IfNoneMatch="*")
+    assert s3.get_object(Bucket=bucket, Key="mpnew")["Body"].read() == b"only part"
+
+
+def test_copy_object_if_none_match(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="src", Body=b"s")
+    s3.put_object(Bucket=bucket, Key="dst", Body=b"d")
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="dst", CopySource={"Bucket": bucket, "Key": "src"}, IfNoneMatch="*")
+    assert client_error(e) == ("PreconditionFailed", 412)
+    assert s3.get_object(Bucket=bucket, Key="dst")["Body"].read() == b"d"
+    s3.copy_object(Bucket=bucket, Key="new", CopySource={"Bucket": bucket, "Key": "src"}, IfNoneMatch="*")
+    assert s3.get_object(Bucket=bucket, Key="new")["Body"].read() == b"s"
+
+
+# ---------------------------------------------------------------- GET ?partNumber
+
+
+def test_part_number_selects_parts_by_position_when_upload_numbers_have_gaps(s3, bucket):
+    key = "gaps"
+    bodies = {1: os.urandom(5 * MIB), 3: os.urandom(5 * MIB), 7: os.urandom(1000)}
+    uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    parts = [
+        {"PartNumber": n, "ETag": s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=n, Body=b)["ETag"]}
+        for n, b in bodies.items()
+    ]
+    s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts})
+    total = sum(map(len, bodies.values()))
+
+    offset = 0
+    for position, body in enumerate(bodies.values(), start=1):
+        got = s3.get_object(Bucket=bucket, Key=key, PartNumber=position)
+        assert got["ResponseMetadata"]["HTTPStatusCode"] == 206
+        assert got["PartsCount"] == 3
+        assert got["ContentRange"] == f"bytes {offset}-{offset + len(body) - 1}/{total}"
+        assert got["Body"].read() == body
+        offset += len(body)
+    assert s3.head_object(Bucket=bucket, Key=key, PartNumber=3)["ContentLength"] == 1000
+
+    for beyond in (4, 7):
+        with pytest.raises(ClientError) as e:
+            s3.get_object(Bucket=bucket, Key=key, PartNumber=beyond)
+        assert client_error(e) == ("InvalidPartNumber", 416)

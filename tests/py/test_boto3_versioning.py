@@ -129,3 +129,102 @@ def test_versioning_configuration_rejects_unknown_status(s3, bucket):
     with pytest.raises(ClientError) as e:
         s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Sometimes"})
     assert client_error(e) == ("MalformedXML", 400)
+
+
+# ---------------------------------------------------------------- "null" version ids
+
+
+def suspend(s3, bucket):
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Suspended"})
+
+
+def test_null_version_id_is_not_shown_in_a_never_versioned_bucket(s3, bucket):
+    put = s3.put_object(Bucket=bucket, Key="n", Body=b"n")
+    assert "VersionId" not in put
+    assert "VersionId" not in s3.get_object(Bucket=bucket, Key="n")
+    assert "VersionId" not in s3.head_object(Bucket=bucket, Key="n")
+    copy = s3.copy_object(Bucket=bucket, Key="n2", CopySource={"Bucket": bucket, "Key": "n"})
+    assert "VersionId" not in copy and "CopySourceVersionId" not in copy
+    dele = s3.delete_object(Bucket=bucket, Key="n")
+    assert "VersionId" not in dele and "DeleteMarker" not in dele
+
+
+def test_null_version_id_is_shown_once_versioning_was_suspended(s3, bucket):
+    # Suspended straight from never-versioned: every write is a "null" version.
+    suspend(s3, bucket)
+    assert s3.put_object(Bucket=bucket, Key="s", Body=b"s")["VersionId"] == "null"
+    got = s3.get_object(Bucket=bucket, Key="s")
+    assert got["VersionId"] == "null" and got["Body"].read() == b"s"
+    assert s3.head_object(Bucket=bucket, Key="s")["VersionId"] == "null"
+    assert s3.head_object(Bucket=bucket, Key="s", VersionId="null")["VersionId"] == "null"
+    copy = s3.copy_object(Bucket=bucket, Key="s2", CopySource={"Bucket": bucket, "Key": "s"})
+    assert copy["VersionId"] == "null" and copy["CopySourceVersionId"] == "null"
+
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+    etag = s3.upload_part(Bucket=bucket, Key="mp", UploadId=up, PartNumber=1, Body=b"part")["ETag"]
+    done = s3.complete_multipart_upload(
+        Bucket=bucket, Key="mp", UploadId=up, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}
+    )
+    assert done["VersionId"] == "null"
+
+    dele = s3.delete_object(Bucket=bucket, Key="s")
+    assert dele["VersionId"] == "null" and dele["DeleteMarker"] is True
+
+
+def test_null_version_written_before_enabling_is_shown_as_null(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="old", Body=b"before")
+    enable(s3, bucket)
+    assert s3.get_object(Bucket=bucket, Key="old")["VersionId"] == "null"
+    assert s3.head_object(Bucket=bucket, Key="old")["VersionId"] == "null"
+    v1 = s3.put_object(Bucket=bucket, Key="old", Body=b"after")["VersionId"]
+    assert v1 != "null"
+    assert s3.get_object(Bucket=bucket, Key="old", VersionId="null")["VersionId"] == "null"
+    dele = s3.delete_object(Bucket=bucket, Key="old", VersionId="null")
+    assert dele["VersionId"] == "null"
+    assert versions_of(s3, bucket, "old") == ([(v1, True)], [])
+
+
+# ---------------------------------------------------------------- listing order
+
+
+def test_list_object_versions_interleaves_versions_and_markers_in_key_order(server, s3, bucket):
+    import xml.etree.ElementTree as ET
+
+    from s3util import signed_request
+
+    enable(s3, bucket)
+    a1 = s3.put_object(Bucket=bucket, Key="a", Body=b"1")["VersionId"]
+    a2 = s3.delete_object(Bucket=bucket, Key="a")["VersionId"]
+    a3 = s3.put_object(Bucket=bucket, Key="a", Body=b"3")["VersionId"]
+    b1 = s3.put_object(Bucket=bucket, Key="b", Body=b"1")["VersionId"]
+    b2 = s3.delete_object(Bucket=bucket, Key="b")["VersionId"]
+    c1 = s3.put_object(Bucket=bucket, Key="c", Body=b"1")["VersionId"]
+    expected = [
+        ("Version", "a", a3, "true"),
+        ("DeleteMarker", "a", a2, "false"),
+        ("Version", "a", a1, "false"),
+        ("DeleteMarker", "b", b2, "true"),
+        ("Version", "b", b1, "false"),
+        ("Version", "c", c1, "true"),
+    ]
+
+    # boto3 splits the two kinds into separate lists, so read the XML itself.
+    resp = signed_request("GET", f"{server.endpoint}/{bucket}?versions")
+    assert resp.status_code == 200, resp.text
+    root = ET.fromstring(resp.content)
+    entries = []
+    for el in root:
+        tag = el.tag.split("}")[-1]
+        if tag in ("Version", "DeleteMarker"):
+            field = {c.tag.split("}")[-1]: c.text for c in el}
+            entries.append((tag, field["Key"], field["VersionId"], field["IsLatest"]))
+    assert entries == expected
+
+    # Pages keep the order across the page boundary.
+    paged = []
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, PaginationConfig={"PageSize": 2}):
+        kinds = [("Version", v) for v in page.get("Versions", [])] + [
+            ("DeleteMarker", d) for d in page.get("DeleteMarkers", [])
+        ]
+        paged.extend((k, e["Key"], e["VersionId"]) for k, e in kinds)
+    assert sorted(paged) == sorted((k, key, vid) for k, key, vid, _ in expected)

@@ -478,7 +478,9 @@ mod tests {
                 percent_encoding::utf8_percent_encode(&sig, super::super::URI_ENCODE).to_string();
             let uri = format!("{sent}?{query}AWSAccessKeyId=AK&Signature={enc}&Expires=1764476207");
             let p = parts(http::Request::get(uri.as_str()).body(()).unwrap());
-            authenticate(&p, &keys, now).await.unwrap_or_else(|e| panic!("{uri}: {e:?}"));
+            authenticate(&p, &keys, now)
+                .await
+                .unwrap_or_else(|e| panic!("{uri}: {e:?}"));
         }
         // An object's path gets no slash twin.
         let sig = signature("s3cr3t", "GET\n\n\n1764476207\n/bkt/k/");

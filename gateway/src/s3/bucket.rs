@@ -88,6 +88,7 @@ pub async fn create_bucket(ctx: &Ctx, body: Body) -> ApiResult {
         return Err(S3Error::InvalidLocationConstraint.into());
     }
     ctx.gw.meta.create_bucket(name, region, ctx.owner()).await?;
+    ctx.gw.buckets.invalidate(name);
     let mut resp = empty_response(StatusCode::OK);
     set_header(resp.headers_mut(), "location", &format!("/{name}"));
     Ok(resp)
@@ -102,6 +103,7 @@ pub async fn head_bucket(ctx: &Ctx) -> ApiResult {
 
 pub async fn delete_bucket(ctx: &Ctx) -> ApiResult {
     ctx.gw.meta.delete_bucket(ctx.bucket()).await?;
+    ctx.gw.buckets.invalidate(ctx.bucket());
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
@@ -156,6 +158,9 @@ pub async fn put_versioning(ctx: &Ctx, body: Body) -> ApiResult {
         Some(_) => return Err(S3Error::MalformedXML.into()),
     };
     ctx.gw.meta.set_versioning(ctx.bucket(), state).await?;
+    // This gateway's own "null" version headers follow at once; other
+    // gateways within `bucket_cache::BUCKET_TTL`.
+    ctx.gw.buckets.invalidate(ctx.bucket());
     Ok(empty_response(StatusCode::OK))
 }
 

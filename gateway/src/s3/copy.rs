@@ -3,16 +3,19 @@
 //! streamed into new blocks).
 
 use futures::StreamExt;
-use godwit_common::types::{NewObject, ObjectRead, NULL_VERSION_ID};
+use godwit_common::types::{NewObject, ObjectRead};
 use http::StatusCode;
 use percent_encoding::percent_decode_str;
 
-use super::conditions::Conditions;
+use super::conditions::{Conditions, WriteConditions};
 use super::headers::{content_headers, user_meta};
 use super::multipart::commit_part;
+use super::object::check_write_conditions;
 use super::range::parse_copy_range;
 use super::router::Query;
-use super::{check_key, set_header, version_header, xml_response, ApiResult, Ctx};
+use super::{
+    check_key, set_header, shows_version_id, version_header, xml_response, ApiResult, Ctx,
+};
 use crate::blocks::{read_range, write_stream};
 use crate::body::checksum::algo_from_name;
 use crate::error::{into_io, S3Error};
@@ -86,8 +89,15 @@ async fn load_source(ctx: &Ctx) -> Result<(CopySource, ObjectRead), S3Error> {
     Ok((src, obj))
 }
 
-fn copy_source_version_header(headers: &mut http::HeaderMap, version_id: &str) {
-    if version_id != NULL_VERSION_ID {
+/// `x-amz-copy-source-version-id`, shown as the source bucket shows it
+/// (see `shows_version_id`).
+async fn copy_source_version_header(
+    ctx: &Ctx,
+    headers: &mut http::HeaderMap,
+    src_bucket: &str,
+    version_id: &str,
+) {
+    if shows_version_id(ctx, src_bucket, version_id).await {
         set_header(headers, "x-amz-copy-source-version-id", version_id);
     }
 }
@@ -102,6 +112,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             return Err(S3Error::InvalidArgument("Unknown metadata directive.".into()).into())
         }
     };
+    let write_conditions = WriteConditions::from_headers(ctx.headers())?;
     let (src, obj) = load_source(ctx).await?;
     if src.bucket == ctx.bucket() && src.key == ctx.key() && src.version_id.is_none() && !replace {
         return Err(S3Error::InvalidRequest(
@@ -123,6 +134,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
     } else {
         (v.headers.clone(), v.user_meta.clone())
     };
+    check_write_conditions(ctx, &write_conditions).await?;
     let version = ctx
         .gw
         .meta
@@ -148,8 +160,9 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
         checksums: (&version.checksums).into(),
     };
     let mut resp = xml_response(StatusCode::OK, render("CopyObjectResult", &doc)?);
-    version_header(resp.headers_mut(), &version.version_id);
-    copy_source_version_header(resp.headers_mut(), &v.version_id);
+    let shown = shows_version_id(ctx, ctx.bucket(), &version.version_id).await;
+    version_header(resp.headers_mut(), &version.version_id, shown);
+    copy_source_version_header(ctx, resp.headers_mut(), &src.bucket, &v.version_id).await;
     Ok(resp)
 }
 
@@ -159,7 +172,7 @@ pub async fn upload_part_copy(ctx: &Ctx, part_number: u32, upload_id: &str) -> A
         .meta
         .get_upload(ctx.bucket(), ctx.key(), upload_id)
         .await?;
-    let (_, obj) = load_source(ctx).await?;
+    let (src, obj) = load_source(ctx).await?;
     let size = obj.version.size;
     let (start, end) = match ctx.header("x-amz-copy-source-range") {
         Some(r) => parse_copy_range(r, size)?,
@@ -193,7 +206,13 @@ pub async fn upload_part_copy(ctx: &Ctx, part_number: u32, upload_id: &str) -> A
         checksums: (&part.checksums).into(),
     };
     let mut resp = xml_response(StatusCode::OK, render("CopyPartResult", &doc)?);
-    copy_source_version_header(resp.headers_mut(), &obj.version.version_id);
+    copy_source_version_header(
+        ctx,
+        resp.headers_mut(),
+        &src.bucket,
+        &obj.version.version_id,
+    )
+    .await;
     Ok(resp)
 }
 

@@ -72,8 +72,14 @@ pub fn user_meta(headers: &HeaderMap) -> Result<BTreeMap<String, String>, S3Erro
 }
 
 /// The headers of a GET/HEAD response describing `v` (not the length or
-/// range, which depend on the request).
-pub fn write_object_headers(out: &mut HeaderMap, v: &ObjectVersion, query: &Query) {
+/// range, which depend on the request). `show_version_id`: see
+/// `s3::shows_version_id`.
+pub fn write_object_headers(
+    out: &mut HeaderMap,
+    v: &ObjectVersion,
+    query: &Query,
+    show_version_id: bool,
+) {
     let h = &v.headers;
     let pick = |param: &str, stored: &Option<String>| -> Option<String> {
         query
@@ -111,7 +117,7 @@ pub fn write_object_headers(out: &mut HeaderMap, v: &ObjectVersion, query: &Quer
     set_header(out, "etag", &quote_etag(&v.etag));
     set_header(out, "last-modified", &http_date(v.last_modified_ms));
     set_header(out, "accept-ranges", "bytes");
-    super::version_header(out, &v.version_id);
+    super::version_header(out, &v.version_id, show_version_id);
     for (k, val) in &v.user_meta {
         set_header(out, &format!("{USER_META_PREFIX}{k}"), val);
     }
@@ -196,6 +202,7 @@ mod tests {
             &mut out,
             &v,
             &Query::parse(Some("response-cache-control=max-age%3D5")),
+            false,
         );
         assert_eq!(out["content-type"], "binary/octet-stream");
         assert_eq!(out["cache-control"], "max-age=5");
@@ -203,5 +210,9 @@ mod tests {
         assert_eq!(out["last-modified"], "Mon, 30 Nov 2026 04:00:00 GMT");
         assert_eq!(out["x-amz-meta-color"], "blue");
         assert!(out.get("x-amz-version-id").is_none());
+        // A "null" version of a bucket that has had versioning says so.
+        let mut out = HeaderMap::new();
+        write_object_headers(&mut out, &v, &Query::parse(None), true);
+        assert_eq!(out["x-amz-version-id"], "null");
     }
 }

@@ -204,7 +204,10 @@ fn empty_versions_result_has_no_entries() {
     let xml = render("ListVersionsResult", &doc).unwrap();
     assert!(!xml.contains("<Version>"), "{xml}");
     assert!(!xml.contains("<DeleteMarker>"), "{xml}");
-    assert!(xml.ends_with("<IsTruncated>false</IsTruncated></ListVersionsResult>"), "{xml}");
+    assert!(
+        xml.ends_with("<IsTruncated>false</IsTruncated></ListVersionsResult>"),
+        "{xml}"
+    );
 }
 
 /// `<X/>` and `<X></X>` are the same element.

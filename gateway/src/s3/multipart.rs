@@ -6,12 +6,13 @@ use axum::body::Body;
 use godwit_common::types::{Checksums, CompleteUpload, ListUploadsQuery, NewUpload, PartRecord};
 use http::StatusCode;
 
+use super::conditions::WriteConditions;
 use super::headers::{content_headers, user_meta};
 use super::list::{parse_encoding, parse_max, Enc};
-use super::object::write_checksum_headers;
+use super::object::{check_write_conditions, write_checksum_headers};
 use super::{
-    check_key, empty_response, read_small_body, set_header, version_header, xml_response,
-    ApiResult, Ctx, MAX_XML_BODY,
+    check_key, empty_response, read_small_body, set_header, shows_version_id, version_header,
+    xml_response, ApiResult, Ctx, MAX_XML_BODY,
 };
 use crate::blocks::{write_stream, Written};
 use crate::body::checksum::{
@@ -190,6 +191,7 @@ pub fn composite_of(
 }
 
 pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResult {
+    let write_conditions = WriteConditions::from_headers(ctx.headers())?;
     let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
     let doc = parse_complete(&body.bytes)?;
     let upload = ctx
@@ -204,6 +206,8 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
             set_checksum(&mut checksums, algo, value);
         }
     }
+    // A failed precondition leaves the upload in place, as S3 does.
+    check_write_conditions(ctx, &write_conditions).await?;
     let version = ctx
         .gw
         .meta
@@ -232,7 +236,8 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
         StatusCode::OK,
         render("CompleteMultipartUploadResult", &result)?,
     );
-    version_header(resp.headers_mut(), &version.version_id);
+    let shown = shows_version_id(ctx, ctx.bucket(), &version.version_id).await;
+    version_header(resp.headers_mut(), &version.version_id, shown);
     Ok(resp)
 }
 

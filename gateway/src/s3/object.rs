@@ -3,10 +3,10 @@
 use axum::body::Body;
 use axum::response::Response;
 use futures::StreamExt;
-use godwit_common::types::{Checksums, NewObject, ObjectRead, ObjectVersion};
+use godwit_common::types::{Checksums, NewObject, ObjectRead, ObjectVersion, NULL_VERSION_ID};
 use http::{HeaderMap, StatusCode};
 
-use super::conditions::Conditions;
+use super::conditions::{Conditions, WriteConditions};
 use super::headers::{content_headers, user_meta, write_object_headers};
 use super::range::{content_range, parse_range, resolve};
 use super::router::parse_part_number;
@@ -29,9 +29,39 @@ pub fn write_checksum_headers(out: &mut HeaderMap, checksums: &Checksums) {
     }
 }
 
+/// The ETag of the key's current object, None when it has none (no
+/// version, or a delete marker on top).
+async fn current_etag(ctx: &Ctx, bucket: &str, key: &str) -> Result<Option<String>, S3Error> {
+    match ctx.gw.meta.get_object(bucket, key, None).await {
+        Ok(obj) if obj.version.is_delete_marker => Ok(None),
+        Ok(obj) => Ok(Some(obj.version.etag)),
+        Err(godwit_common::MetaError::NoSuchKey) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Checks the conditional-write headers of a PutObject, CopyObject or
+/// CompleteMultipartUpload against the key's current object.
+///
+/// This is check-then-commit, not atomic: `MetaApi` has no conditional
+/// commit, so a write that lands between this read and our commit is not
+/// seen, and two `If-None-Match: *` writers racing on a new key can both
+/// succeed (S3 would answer one of them 409 ConditionalRequestConflict).
+/// Callers run it as late as they can, just before the commit, to keep
+/// that window short. Closing it needs a precondition carried into the
+/// Raft entry (meta's apply step), which is meta's to add.
+pub async fn check_write_conditions(ctx: &Ctx, cond: &WriteConditions) -> Result<(), S3Error> {
+    if cond.is_empty() {
+        return Ok(());
+    }
+    let current = current_etag(ctx, ctx.bucket(), ctx.key()).await?;
+    cond.evaluate(current.as_deref())
+}
+
 pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     let (bucket, key) = (ctx.bucket(), ctx.key());
     check_key(key)?;
+    let write_conditions = WriteConditions::from_headers(ctx.headers())?;
     let headers = content_headers(ctx.headers());
     let user_meta = user_meta(ctx.headers())?;
     let expected = expected_from_headers(ctx.headers())?;
@@ -39,13 +69,18 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     if decoded.decoded_len.is_some_and(|n| n > MAX_PUT_SIZE) {
         return Err(S3Error::EntityTooLarge.into());
     }
-    // A body headed for datanodes is worth a bucket check first; a small
-    // one is not worth the extra round trip (the commit checks anyway).
+    // A body headed for datanodes is worth a bucket check (and a failing
+    // precondition is worth catching) before any byte moves; a small one
+    // is not worth the extra round trip. The check goes through the
+    // bucket cache: it only saves a doomed upload, the commit is what
+    // decides (a bucket deleted elsewhere a moment ago fails there, and its
+    // blocks are garbage for the datanodes to collect).
     if decoded
         .decoded_len
         .is_none_or(|n| n > ctx.gw.cfg.inline_threshold as u64)
     {
-        ctx.gw.meta.get_bucket(bucket).await?;
+        ctx.gw.buckets.get(bucket).await?;
+        check_write_conditions(ctx, &write_conditions).await?;
     }
 
     let target = ctx.gw.write_target(true, MAX_PUT_SIZE);
@@ -62,12 +97,14 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
         .unwrap_or_else(|p| p.into_inner())
         .clone();
     verify(&expected, &written.digests, trailers.as_ref())?;
+    // Again just before the commit: the upload may have taken a while.
+    check_write_conditions(ctx, &write_conditions).await?;
 
     let etag = written.digests.md5_hex();
-    let version = ctx
-        .gw
-        .meta
-        .put_object(NewObject {
+    // The bucket's versioning state (for a "null" version's header) is
+    // looked up alongside the commit, not after it.
+    let (version, has_versioning) = futures::join!(
+        ctx.gw.meta.put_object(NewObject {
             bucket: bucket.to_string(),
             key: key.to_string(),
             size: written.size,
@@ -80,12 +117,15 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
             tags: Default::default(),
             owner: ctx.owner().to_string(),
             replica_of: None,
-        })
-        .await?;
+        }),
+        ctx.gw.buckets.has_versioning(bucket),
+    );
+    let version = version?;
+    let shown = has_versioning || version.version_id != NULL_VERSION_ID;
     let mut resp = empty_response(StatusCode::OK);
     let out = resp.headers_mut();
     set_header(out, "etag", &quote_etag(&etag));
-    version_header(out, &version.version_id);
+    version_header(out, &version.version_id, shown);
     write_checksum_headers(out, &written.digests.checksums);
     Ok(resp)
 }
@@ -154,15 +194,19 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
         )
         .into());
     }
-    let obj = ctx
-        .gw
-        .meta
-        .get_object(ctx.bucket(), ctx.key(), version_id)
-        .await?;
+    // The bucket's versioning state decides whether a "null" version id
+    // is shown; it comes from the bucket cache, looked up alongside the
+    // read so that a cache miss adds no round trip.
+    let (obj, has_versioning) = futures::join!(
+        ctx.gw.meta.get_object(ctx.bucket(), ctx.key(), version_id),
+        ctx.gw.buckets.has_versioning(ctx.bucket()),
+    );
+    let obj = obj?;
     let v = &obj.version;
     if v.is_delete_marker {
         return Err(delete_marker_error(v, version_id.is_some()));
     }
+    let show_version_id = has_versioning || v.version_id != NULL_VERSION_ID;
 
     match Conditions::from_headers(ctx.headers(), "").evaluate(&v.etag, v.last_modified_ms, false) {
         Ok(()) => {}
@@ -171,7 +215,7 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
             let out = resp.headers_mut();
             set_header(out, "etag", &quote_etag(&v.etag));
             set_header(out, "last-modified", &http_date(v.last_modified_ms));
-            version_header(out, &v.version_id);
+            version_header(out, &v.version_id, show_version_id);
             return Ok(resp);
         }
         Err(e) => return Err(e.into()),
@@ -208,7 +252,7 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
         body_response(ctx, &obj, start, end, status)
     };
     let out = resp.headers_mut();
-    write_object_headers(out, v, &ctx.query);
+    write_object_headers(out, v, &ctx.query, show_version_id);
     set_header(out, "content-length", &(end - start).to_string());
     if partial {
         set_header(out, "content-range", &content_range(start, end, v.size));
@@ -306,7 +350,9 @@ pub async fn get_object_acl(ctx: &Ctx) -> ApiResult {
             &AccessControlPolicy::owner_full_control(&owner),
         )?,
     );
-    version_header(resp.headers_mut(), &obj.version.version_id);
+    // Not a response S3 documents a version header for; kept for real ids.
+    let vid = &obj.version.version_id;
+    version_header(resp.headers_mut(), vid, vid != NULL_VERSION_ID);
     Ok(resp)
 }
 
