@@ -119,14 +119,6 @@ pub trait MetaApi: Send + Sync + 'static {
     // Default bodies answer `Unavailable` so test doubles need not
     // implement them; `MetaNode` and `MetaClient` implement them all.
 
-    /// A delete marker written by a replication worker (the request carried
-    /// `REPLICA_HEADER`): like `delete_object` without a version id, but the
-    /// marker is a replica and creates no replication task, so two-way rules
-    /// do not bounce deletes back and forth.
-    async fn delete_object_replica(&self, _bucket: &str, _key: &str, _origin: ReplicaOrigin) -> MetaResult<DeleteOutcome> {
-        Err(unsupported())
-    }
-
     /// Stores a bucket's replication configuration. `InvalidRequest` unless
     /// the bucket's versioning is Enabled (S3's rule; the OSS dialect may
     /// relax it later).
