@@ -4,9 +4,12 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 use godwit_common::block_token::{self, BlockOp};
 use godwit_common::meta_api::MetaResult;
+use godwit_common::replication::*;
 use godwit_common::types::*;
 use godwit_common::{MetaApi, MetaError};
 use rocksdb::{IteratorMode, DB};
@@ -35,7 +38,7 @@ fn scan_all<T: serde::de::DeserializeOwned>(db: &DB, cf_name: &str) -> MetaResul
 
 impl MetaNode {
     /// Runs a listing on a blocking thread: a page may be a thousand seeks.
-    async fn blocking<T: Send + 'static>(
+    pub(crate) async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&DB) -> MetaResult<T> + Send + 'static,
     ) -> MetaResult<T> {
@@ -158,7 +161,7 @@ impl MetaApi for MetaNode {
 
     async fn put_object(&self, obj: NewObject) -> MetaResult<ObjectVersion> {
         let cmd = Command::PutObject {
-            obj,
+            obj: Box::new(obj),
             version_id: random_id(),
             now_ms: now_ms(),
         };
@@ -192,6 +195,7 @@ impl MetaApi for MetaNode {
             version_id: version_id.map(str::to_string),
             new_version_id: random_id(),
             now_ms: now_ms(),
+            replica_of: None,
         };
         match self.write(cmd).await? {
             Reply::Deleted(d) => Ok(d),
@@ -248,6 +252,7 @@ impl MetaApi for MetaNode {
             key: key.into(),
             upload_id: upload_id.into(),
             part,
+            now_ms: now_ms(),
         };
         self.write(cmd).await.map(|_| ())
     }
@@ -285,6 +290,7 @@ impl MetaApi for MetaNode {
             bucket: bucket.into(),
             key: key.into(),
             upload_id: upload_id.into(),
+            now_ms: now_ms(),
         };
         self.write(cmd).await.map(|_| ())
     }
@@ -393,5 +399,110 @@ impl MetaApi for MetaNode {
             last_applied: m.last_applied.map(|l| l.index),
             members: m.membership_config.voter_ids().collect(),
         })
+    }
+    // ---- replication (repl_api.rs) ----
+
+    async fn put_bucket_replication(&self, bucket: &str, cfg: ReplicationConfig) -> MetaResult<()> {
+        self.put_bucket_replication_impl(bucket, cfg).await
+    }
+
+    async fn get_bucket_replication(&self, bucket: &str) -> MetaResult<ReplicationConfig> {
+        self.get_bucket_replication_impl(bucket).await
+    }
+
+    async fn delete_bucket_replication(&self, bucket: &str) -> MetaResult<()> {
+        let cmd = Command::DeleteBucketReplication {
+            bucket: bucket.into(),
+        };
+        self.write(cmd).await.map(|_| ())
+    }
+
+    async fn put_object_tags(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: BTreeMap<String, String>,
+    ) -> MetaResult<String> {
+        self.put_object_tags_impl(bucket, key, version_id, tags)
+            .await
+    }
+
+    async fn put_remote(&self, remote: RemoteInfo) -> MetaResult<()> {
+        self.write(Command::PutRemote { remote }).await.map(|_| ())
+    }
+
+    async fn list_remotes(&self) -> MetaResult<Vec<RemoteInfo>> {
+        self.list_remotes_impl().await
+    }
+
+    async fn delete_remote(&self, name: &str) -> MetaResult<()> {
+        self.write(Command::DeleteRemote { name: name.into() })
+            .await
+            .map(|_| ())
+    }
+
+    async fn lease_tasks(
+        &self,
+        lane: Lane,
+        max: usize,
+        lease_ms: u64,
+    ) -> MetaResult<Vec<ReplicationTask>> {
+        self.lease_tasks_impl(lane, max, lease_ms).await
+    }
+
+    async fn ack_tasks(&self, acks: Vec<(String, TaskOutcome)>) -> MetaResult<()> {
+        self.ack_tasks_impl(acks).await
+    }
+
+    async fn replication_stats(&self, bucket: Option<&str>) -> MetaResult<Vec<RuleStats>> {
+        self.replication_stats_impl(bucket).await
+    }
+
+    async fn retry_failed(&self, bucket: &str) -> MetaResult<u64> {
+        self.retry_failed_impl(bucket).await
+    }
+
+    async fn replication_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> MetaResult<ReplUpload> {
+        self.replication_upload_impl(bucket, key, upload_id).await
+    }
+
+    async fn set_remote_upload_id(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        destination: &str,
+        remote_upload_id: &str,
+    ) -> MetaResult<String> {
+        self.set_remote_upload_id_impl(bucket, key, upload_id, destination, remote_upload_id)
+            .await
+    }
+
+    async fn backfill_scan(
+        &self,
+        bucket: &str,
+        rule_id: &str,
+        start_after: Option<&str>,
+        max: usize,
+    ) -> MetaResult<Option<String>> {
+        self.backfill_scan_impl(bucket, rule_id, start_after, max)
+            .await
+    }
+
+    async fn delete_object_replica(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        origin: ReplicaOrigin,
+    ) -> MetaResult<DeleteOutcome> {
+        self.delete_object_replica_impl(bucket, key, version_id, origin)
+            .await
     }
 }

@@ -10,6 +10,9 @@
 
 use std::io::Cursor;
 
+use std::collections::BTreeMap;
+
+use godwit_common::replication::*;
 use godwit_common::types::*;
 use godwit_common::MetaError;
 use serde::{Deserialize, Serialize};
@@ -66,7 +69,8 @@ pub enum Command {
     /// `version_id` is used only when the bucket has versioning Enabled;
     /// otherwise the version is "null".
     PutObject {
-        obj: NewObject,
+        /// Boxed: the largest command by far (same JSON as unboxed).
+        obj: Box<NewObject>,
         version_id: String,
         now_ms: i64,
     },
@@ -78,6 +82,10 @@ pub enum Command {
         version_id: Option<String>,
         new_version_id: String,
         now_ms: i64,
+        /// Set when a replication worker deletes: a marker it creates is a
+        /// replica and makes no task.
+        #[serde(default)]
+        replica_of: Option<ReplicaOrigin>,
     },
     CreateUpload {
         upload: NewUpload,
@@ -89,6 +97,9 @@ pub enum Command {
         key: String,
         upload_id: String,
         part: PartRecord,
+        /// Creation time of the part's replication tasks.
+        #[serde(default)]
+        now_ms: i64,
     },
     CompleteUpload {
         complete: CompleteUpload,
@@ -100,6 +111,8 @@ pub enum Command {
         bucket: String,
         key: String,
         upload_id: String,
+        #[serde(default)]
+        now_ms: i64,
     },
     PutAccessKey {
         key: AccessKey,
@@ -109,6 +122,61 @@ pub enum Command {
     },
     RegisterDatanode {
         info: DatanodeInfo,
+    },
+    PutBucketReplication {
+        bucket: String,
+        cfg: ReplicationConfig,
+    },
+    DeleteBucketReplication {
+        bucket: String,
+    },
+    PutObjectTags {
+        bucket: String,
+        key: String,
+        version_id: Option<String>,
+        tags: BTreeMap<String, String>,
+        now_ms: i64,
+    },
+    PutRemote {
+        remote: RemoteInfo,
+    },
+    DeleteRemote {
+        name: String,
+    },
+    /// A write, not a read: two workers must never lease the same task.
+    /// `now_ms` is the proposer's clock (what "due" is compared with).
+    LeaseTasks {
+        lane: Lane,
+        max: usize,
+        lease_ms: u64,
+        now_ms: i64,
+    },
+    AckTasks {
+        acks: Vec<(String, TaskOutcome)>,
+        now_ms: i64,
+        /// A `Retry` that reaches this many attempts becomes `Failed`.
+        max_attempts: u32,
+    },
+    RetryFailed {
+        bucket: String,
+        now_ms: i64,
+    },
+    SetRemoteUploadId {
+        bucket: String,
+        key: String,
+        upload_id: String,
+        destination: String,
+        remote_upload_id: String,
+    },
+    /// `total_keys`: the bucket's key count, counted by the proposer when a
+    /// scan starts (progress is approximate by design).
+    BackfillScan {
+        bucket: String,
+        rule_id: String,
+        start_after: Option<String>,
+        max: usize,
+        total_keys: Option<u64>,
+        now_ms: i64,
     },
 }
 
@@ -120,6 +188,10 @@ pub enum Reply {
     Deleted(DeleteOutcome),
     Upload(Box<UploadInfo>),
     AccessKey(AccessKey),
+    Tasks(Vec<ReplicationTask>),
+    Count(u64),
+    Text(String),
+    MaybeKey(Option<String>),
 }
 
 impl Command {
@@ -138,6 +210,16 @@ impl Command {
             Command::PutAccessKey { .. } => "put_access_key",
             Command::DeleteAccessKey { .. } => "delete_access_key",
             Command::RegisterDatanode { .. } => "register_datanode",
+            Command::PutBucketReplication { .. } => "put_bucket_replication",
+            Command::DeleteBucketReplication { .. } => "delete_bucket_replication",
+            Command::PutObjectTags { .. } => "put_object_tags",
+            Command::PutRemote { .. } => "put_remote",
+            Command::DeleteRemote { .. } => "delete_remote",
+            Command::LeaseTasks { .. } => "lease_tasks",
+            Command::AckTasks { .. } => "ack_tasks",
+            Command::RetryFailed { .. } => "retry_failed",
+            Command::SetRemoteUploadId { .. } => "set_remote_upload_id",
+            Command::BackfillScan { .. } => "backfill_scan",
         }
     }
 }

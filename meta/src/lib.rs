@@ -8,8 +8,9 @@
 //! or datanode disks: it names blocks and hands out tokens for them.
 //!
 //! Map: `command.rs` (what the log carries), `proposer.rs` (group commit),
-//! `apply/` (the deterministic state machine logic), `store/` (rocksdb: log,
-//! state machine, snapshots), `listing.rs` (range scans), `api.rs`
+//! `apply/` (the deterministic state machine logic, with the replication
+//! outbox in `apply/outbox.rs`), `store/` (rocksdb: log, state machine,
+//! snapshots), `listing.rs` (range scans), `api.rs` + `repl_api.rs`
 //! (`MetaApi`), `network.rs` + `rpc.rs` (HTTP transport), `metrics.rs`.
 
 // openraft's StorageError is large and is the Err of every storage trait
@@ -24,10 +25,12 @@ pub mod metrics;
 mod network;
 mod node;
 mod proposer;
+mod repl_api;
 mod rpc;
 mod store;
 
 pub use node::{
     LogCounters, MetaConfig, MetaNode, DEFAULT_INLINE_THRESHOLD, DEFAULT_MIN_PART_SIZE,
 };
+pub use repl_api::DEFAULT_REPLICATION_MAX_ATTEMPTS;
 pub use rpc::router;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -89,6 +89,8 @@ pub struct MetaNode {
     commands_applied: Arc<AtomicU64>,
     /// Round-robin cursor over the datanodes for block placement.
     pub(crate) next_datanode: AtomicUsize,
+    /// See `set_replication_max_attempts`.
+    pub(crate) repl_max_attempts: AtomicU32,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
@@ -144,6 +146,7 @@ impl MetaNode {
             log_stats,
             commands_applied,
             next_datanode: AtomicUsize::new(0),
+            repl_max_attempts: AtomicU32::new(crate::repl_api::DEFAULT_REPLICATION_MAX_ATTEMPTS),
             tasks: Mutex::new(vec![proposer_task, gauges_task]),
         });
 

@@ -14,6 +14,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use godwit_common::cluster::CLUSTER_AUTH_HEADER;
 use godwit_common::net::meta_client::wire;
+use godwit_common::replication::RemoteInfo;
 use godwit_common::types::*;
 use godwit_common::MetaApi;
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
@@ -173,6 +174,47 @@ async fn meta_call(
         "register_datanode" => rpc!(body, DatanodeInfo, |r| n.register_datanode(r)),
         "list_datanodes" => rpc!(body, wire::Empty, |_r| n.list_datanodes()),
         "status" => rpc!(body, wire::Empty, |_r| n.status()),
+        "put_bucket_replication" => rpc!(body, wire::PutBucketReplication, |r| n
+            .put_bucket_replication(&r.bucket, r.cfg)),
+        "get_bucket_replication" => rpc!(body, wire::Bucket, |r| n.get_bucket_replication(&r.name)),
+        "delete_bucket_replication" => {
+            rpc!(body, wire::Bucket, |r| n.delete_bucket_replication(&r.name))
+        }
+        "put_object_tags" => rpc!(body, wire::PutObjectTags, |r| n.put_object_tags(
+            &r.bucket,
+            &r.key,
+            r.version_id.as_deref(),
+            r.tags
+        )),
+        "put_remote" => rpc!(body, RemoteInfo, |r| n.put_remote(r)),
+        "list_remotes" => rpc!(body, wire::Empty, |_r| n.list_remotes()),
+        "delete_remote" => rpc!(body, wire::RemoteName, |r| n.delete_remote(&r.name)),
+        "lease_tasks" => rpc!(body, wire::LeaseTasks, |r| n
+            .lease_tasks(r.lane, r.max, r.lease_ms)),
+        "ack_tasks" => rpc!(body, wire::AckTasks, |r| n.ack_tasks(r.acks)),
+        "replication_stats" => rpc!(body, wire::ReplicationStats, |r| n
+            .replication_stats(r.bucket.as_deref())),
+        "retry_failed" => rpc!(body, wire::Bucket, |r| n.retry_failed(&r.name)),
+        "replication_upload" => rpc!(body, wire::Upload, |r| n.replication_upload(
+            &r.bucket,
+            &r.key,
+            &r.upload_id
+        )),
+        "set_remote_upload_id" => rpc!(body, wire::SetRemoteUploadId, |r| n.set_remote_upload_id(
+            &r.bucket,
+            &r.key,
+            &r.upload_id,
+            &r.destination,
+            &r.remote_upload_id
+        )),
+        "backfill_scan" => rpc!(body, wire::BackfillScan, |r| n.backfill_scan(
+            &r.bucket,
+            &r.rule_id,
+            r.start_after.as_deref(),
+            r.max
+        )),
+        "delete_object_replica" => rpc!(body, wire::DeleteObjectReplica, |r| n
+            .delete_object_replica(&r.bucket, &r.key, r.version_id.as_deref(), r.origin)),
         _ => (
             StatusCode::NOT_FOUND,
             format!("unknown meta method {method}"),

@@ -11,6 +11,7 @@ use std::time::Duration;
 use common::*;
 use godwit_common::cluster::ClusterSecret;
 use godwit_common::net::MetaClient;
+use godwit_common::replication::*;
 use godwit_common::types::*;
 use godwit_common::{MetaApi, MetaError};
 use godwit_meta::MetaNode;
@@ -42,6 +43,38 @@ async fn three_nodes_replicate_install_snapshots_and_fail_over() {
     let m1 = &n1.node;
     m1.create_bucket("c", "r", "AK").await.unwrap();
     m1.put_object(inline("c", "before", b"1")).await.unwrap();
+    // A replication task queued before the snapshot travels inside it.
+    m1.put_remote(RemoteInfo {
+        name: "far".into(),
+        endpoint: "http://far.invalid".into(),
+        access_key: "AK".into(),
+        secret_key: "SK".into(),
+        region: "r".into(),
+        bandwidth_limit: None,
+    })
+    .await
+    .unwrap();
+    m1.create_bucket("rq", "r", "AK").await.unwrap();
+    m1.set_versioning("rq", VersioningState::Enabled)
+        .await
+        .unwrap();
+    let rule = ReplicationRule {
+        id: "all".into(),
+        enabled: true,
+        remote: "far".into(),
+        destination_bucket: "dst".into(),
+        ..Default::default()
+    };
+    m1.put_bucket_replication(
+        "rq",
+        ReplicationConfig {
+            role: String::new(),
+            rules: vec![rule],
+        },
+    )
+    .await
+    .unwrap();
+    m1.put_object(inline("rq", "queued", b"q")).await.unwrap();
 
     // Snapshot and purge the log: new members must install the snapshot.
     m1.raft().trigger().snapshot().await.unwrap();
@@ -74,11 +107,20 @@ async fn three_nodes_replicate_install_snapshots_and_fail_over() {
         .change_membership(BTreeSet::from([1, 2, 3]), false)
         .await
         .unwrap();
+    // change_membership returns once the leader saw the learners catch
+    // up; each learner publishes its own metrics a moment later.
     for n in [&n2, &n3] {
-        let installed = n.node.raft().metrics().borrow().snapshot;
-        assert_eq!(
-            installed.map(|l| l.index),
-            Some(upto),
+        let installed = n
+            .node
+            .raft()
+            .wait(Some(Duration::from_secs(10)))
+            .metrics(
+                |m| m.snapshot.is_some_and(|l| l.index == upto),
+                "snapshot installed",
+            )
+            .await;
+        assert!(
+            installed.is_ok(),
             "node {} installed the snapshot",
             n.node.node_id()
         );
@@ -127,6 +169,12 @@ async fn three_nodes_replicate_install_snapshots_and_fail_over() {
         .await
         .unwrap();
     assert_eq!(page.objects.len(), 3);
+    let tasks = c.lease_tasks(Lane::Standard, 10, 60_000).await.unwrap();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(
+        (tasks[0].bucket.as_str(), tasks[0].key.as_str()),
+        ("rq", "queued")
+    );
     n2.node.shutdown().await;
     n3.node.shutdown().await;
 }

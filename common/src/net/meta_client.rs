@@ -13,6 +13,7 @@
 //! writes: a `NotLeader` answer or a refused connection means the command
 //! was not proposed. Timeouts after the request was sent are not retried.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use serde::Serialize;
 use crate::cluster::{ClusterSecret, CLUSTER_AUTH_HEADER};
 use crate::error::MetaError;
 use crate::meta_api::{MetaApi, MetaResult};
+use crate::replication::*;
 use crate::types::*;
 
 /// Path prefix of the meta RPC.
@@ -31,8 +33,11 @@ pub const META_RPC_PREFIX: &str = "/meta/v1/";
 /// Request bodies of the meta RPC methods whose arguments are not already
 /// one struct.
 pub mod wire {
+    use std::collections::BTreeMap;
+
     use serde::{Deserialize, Serialize};
 
+    use crate::replication::{Lane, ReplicaOrigin, ReplicationConfig, TaskOutcome};
     use crate::types::{PartRecord, VersioningState};
 
     #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -106,6 +111,68 @@ pub mod wire {
     /// Methods without arguments.
     #[derive(Serialize, Deserialize, Debug, Clone, Default)]
     pub struct Empty {}
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct PutBucketReplication {
+        pub bucket: String,
+        pub cfg: ReplicationConfig,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct PutObjectTags {
+        pub bucket: String,
+        pub key: String,
+        pub version_id: Option<String>,
+        pub tags: BTreeMap<String, String>,
+    }
+
+    /// delete_remote.
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct RemoteName {
+        pub name: String,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct LeaseTasks {
+        pub lane: Lane,
+        pub max: usize,
+        pub lease_ms: u64,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct AckTasks {
+        pub acks: Vec<(String, TaskOutcome)>,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct ReplicationStats {
+        pub bucket: Option<String>,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct SetRemoteUploadId {
+        pub bucket: String,
+        pub key: String,
+        pub upload_id: String,
+        pub destination: String,
+        pub remote_upload_id: String,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct BackfillScan {
+        pub bucket: String,
+        pub rule_id: String,
+        pub start_after: Option<String>,
+        pub max: usize,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct DeleteObjectReplica {
+        pub bucket: String,
+        pub key: String,
+        pub version_id: Option<String>,
+        pub origin: ReplicaOrigin,
+    }
 }
 
 /// Idle connections kept per meta node.
@@ -388,5 +455,153 @@ impl MetaApi for MetaClient {
 
     async fn status(&self) -> MetaResult<MetaStatus> {
         self.call("status", &wire::Empty {}).await
+    }
+    // ---- replication ----
+
+    async fn put_bucket_replication(&self, bucket: &str, cfg: ReplicationConfig) -> MetaResult<()> {
+        let req = wire::PutBucketReplication {
+            bucket: bucket.into(),
+            cfg,
+        };
+        self.call("put_bucket_replication", &req).await
+    }
+
+    async fn get_bucket_replication(&self, bucket: &str) -> MetaResult<ReplicationConfig> {
+        let req = wire::Bucket {
+            name: bucket.into(),
+        };
+        self.call("get_bucket_replication", &req).await
+    }
+
+    async fn delete_bucket_replication(&self, bucket: &str) -> MetaResult<()> {
+        let req = wire::Bucket {
+            name: bucket.into(),
+        };
+        self.call("delete_bucket_replication", &req).await
+    }
+
+    async fn put_object_tags(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: BTreeMap<String, String>,
+    ) -> MetaResult<String> {
+        let req = wire::PutObjectTags {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(str::to_string),
+            tags,
+        };
+        self.call("put_object_tags", &req).await
+    }
+
+    async fn put_remote(&self, remote: RemoteInfo) -> MetaResult<()> {
+        self.call("put_remote", &remote).await
+    }
+
+    async fn list_remotes(&self) -> MetaResult<Vec<RemoteInfo>> {
+        self.call("list_remotes", &wire::Empty {}).await
+    }
+
+    async fn delete_remote(&self, name: &str) -> MetaResult<()> {
+        self.call("delete_remote", &wire::RemoteName { name: name.into() })
+            .await
+    }
+
+    async fn lease_tasks(
+        &self,
+        lane: Lane,
+        max: usize,
+        lease_ms: u64,
+    ) -> MetaResult<Vec<ReplicationTask>> {
+        let req = wire::LeaseTasks {
+            lane,
+            max,
+            lease_ms,
+        };
+        self.call("lease_tasks", &req).await
+    }
+
+    async fn ack_tasks(&self, acks: Vec<(String, TaskOutcome)>) -> MetaResult<()> {
+        self.call("ack_tasks", &wire::AckTasks { acks }).await
+    }
+
+    async fn replication_stats(&self, bucket: Option<&str>) -> MetaResult<Vec<RuleStats>> {
+        let req = wire::ReplicationStats {
+            bucket: bucket.map(str::to_string),
+        };
+        self.call("replication_stats", &req).await
+    }
+
+    async fn retry_failed(&self, bucket: &str) -> MetaResult<u64> {
+        let req = wire::Bucket {
+            name: bucket.into(),
+        };
+        self.call("retry_failed", &req).await
+    }
+
+    async fn replication_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> MetaResult<ReplUpload> {
+        let req = wire::Upload {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+        };
+        self.call("replication_upload", &req).await
+    }
+
+    async fn set_remote_upload_id(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        destination: &str,
+        remote_upload_id: &str,
+    ) -> MetaResult<String> {
+        let req = wire::SetRemoteUploadId {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+            destination: destination.into(),
+            remote_upload_id: remote_upload_id.into(),
+        };
+        self.call("set_remote_upload_id", &req).await
+    }
+
+    async fn backfill_scan(
+        &self,
+        bucket: &str,
+        rule_id: &str,
+        start_after: Option<&str>,
+        max: usize,
+    ) -> MetaResult<Option<String>> {
+        let req = wire::BackfillScan {
+            bucket: bucket.into(),
+            rule_id: rule_id.into(),
+            start_after: start_after.map(str::to_string),
+            max,
+        };
+        self.call("backfill_scan", &req).await
+    }
+
+    async fn delete_object_replica(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        origin: ReplicaOrigin,
+    ) -> MetaResult<DeleteOutcome> {
+        let req = wire::DeleteObjectReplica {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(str::to_string),
+            origin,
+        };
+        self.call("delete_object_replica", &req).await
     }
 }

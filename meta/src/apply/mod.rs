@@ -6,6 +6,9 @@
 
 mod multipart;
 mod objects;
+pub(crate) mod outbox;
+mod replication;
+pub(crate) mod streaming;
 
 use godwit_common::types::*;
 use godwit_common::MetaError;
@@ -35,14 +38,26 @@ pub fn apply_command(
             obj,
             version_id,
             now_ms,
-        } => objects::put_object(tx, obj, version_id, now_ms, seq),
+        } => objects::put_object(tx, *obj, version_id, now_ms, seq),
         Command::DeleteObject {
             bucket,
             key,
             version_id,
             new_version_id,
             now_ms,
-        } => objects::delete_object(tx, &bucket, &key, version_id, new_version_id, now_ms, seq),
+            replica_of,
+        } => objects::delete_object(
+            tx,
+            objects::Delete {
+                bucket: &bucket,
+                key: &key,
+                version_id,
+                fresh_version_id: new_version_id,
+                now_ms,
+                replica_of,
+            },
+            seq,
+        ),
         Command::CreateUpload {
             upload,
             upload_id,
@@ -53,7 +68,8 @@ pub fn apply_command(
             key,
             upload_id,
             part,
-        } => multipart::put_part(tx, &bucket, &key, &upload_id, part),
+            now_ms,
+        } => multipart::put_part(tx, &bucket, &key, &upload_id, part, now_ms),
         Command::CompleteUpload {
             complete,
             version_id,
@@ -64,12 +80,64 @@ pub fn apply_command(
             bucket,
             key,
             upload_id,
-        } => multipart::abort_upload(tx, &bucket, &key, &upload_id),
+            now_ms,
+        } => multipart::abort_upload(tx, &bucket, &key, &upload_id, now_ms),
         Command::PutAccessKey { key } => put_access_key(tx, key),
         Command::DeleteAccessKey { access_key_id } => delete_access_key(tx, &access_key_id),
         Command::RegisterDatanode { info } => {
             tx.put(CF_DATANODES, info.id.to_be_bytes().to_vec(), encode(&info));
             Ok(Reply::Done)
+        }
+        Command::PutBucketReplication { bucket, cfg } => {
+            replication::put_bucket_replication(tx, &bucket, cfg)
+        }
+        Command::DeleteBucketReplication { bucket } => {
+            replication::delete_bucket_replication(tx, &bucket)
+        }
+        Command::PutObjectTags {
+            bucket,
+            key,
+            version_id,
+            tags,
+            now_ms,
+        } => replication::put_object_tags(tx, &bucket, &key, version_id, tags, now_ms),
+        Command::PutRemote { remote } => replication::put_remote(tx, remote),
+        Command::DeleteRemote { name } => replication::delete_remote(tx, &name),
+        Command::LeaseTasks {
+            lane,
+            max,
+            lease_ms,
+            now_ms,
+        } => replication::lease_tasks(tx, lane, max, lease_ms, now_ms),
+        Command::AckTasks {
+            acks,
+            now_ms,
+            max_attempts,
+        } => replication::ack_tasks(tx, acks, now_ms, max_attempts),
+        Command::RetryFailed { bucket, now_ms } => replication::retry_failed(tx, &bucket, now_ms),
+        Command::SetRemoteUploadId {
+            bucket,
+            key,
+            upload_id,
+            destination,
+            remote_upload_id,
+        } => streaming::set_remote_upload_id(
+            tx,
+            &bucket,
+            &key,
+            &upload_id,
+            &destination,
+            &remote_upload_id,
+        ),
+        Command::BackfillScan {
+            bucket,
+            rule_id,
+            start_after,
+            max,
+            total_keys,
+            now_ms,
+        } => {
+            replication::backfill_scan(tx, &bucket, &rule_id, start_after, max, total_keys, now_ms)
         }
     }
 }
@@ -114,6 +182,7 @@ fn delete_bucket(tx: &mut Overlay, name: &str) -> Result<Reply, MetaError> {
     {
         return Err(MetaError::BucketNotEmpty);
     }
+    replication::forget_bucket(tx, name)?;
     tx.delete(CF_BUCKETS, name.as_bytes().to_vec());
     Ok(Reply::Done)
 }
@@ -128,6 +197,13 @@ fn set_versioning(
         // S3 has no way back to "never versioned".
         return Err(MetaError::InvalidArgument(
             "versioning can only be Enabled or Suspended".into(),
+        ));
+    }
+    // S3 refuses to suspend versioning under a replication configuration
+    // (InvalidBucketState): replication needs version ids.
+    if state == VersioningState::Suspended && outbox::load_config(tx, bucket)?.is_some() {
+        return Err(MetaError::InvalidRequest(
+            "Replication configuration is present, versioning cannot be suspended".into(),
         ));
     }
     info.versioning = state;

@@ -9,11 +9,13 @@
 
 use md5::{Digest, Md5};
 
+use godwit_common::replication::ReplicationStatus;
 use godwit_common::types::*;
 use godwit_common::MetaError;
 
-use super::objects::{check_key, commit_version, version_id_for};
+use super::objects::{check_key, commit_version, restamp_version, version_id_for};
 use super::{add_refs, drop_refs, load_bucket};
+use super::{outbox, streaming};
 use crate::command::Reply;
 use crate::store::overlay::Overlay;
 use crate::store::*;
@@ -67,8 +69,9 @@ pub(super) fn put_part(
     key: &str,
     upload_id: &str,
     part: PartRecord,
+    now_ms: i64,
 ) -> Result<Reply, MetaError> {
-    load_upload(tx, bucket, key, upload_id)?;
+    let upload = load_upload(tx, bucket, key, upload_id)?;
     if part.number == 0 || part.number > MAX_PART_NUMBER {
         return Err(MetaError::InvalidArgument(format!(
             "part number must be between 1 and {MAX_PART_NUMBER}"
@@ -82,6 +85,7 @@ pub(super) fn put_part(
     }
     add_refs(tx, &part.data)?;
     tx.put(CF_PARTS, k, encode(&part));
+    streaming::on_part(tx, &upload, &part, now_ms)?;
     Ok(Reply::Done)
 }
 
@@ -108,8 +112,12 @@ pub(super) fn abort_upload(
     bucket: &str,
     key: &str,
     upload_id: &str,
+    now_ms: i64,
 ) -> Result<Reply, MetaError> {
     load_upload(tx, bucket, key, upload_id)?;
+    if let Some(rec) = streaming::load(tx, bucket, key, upload_id)? {
+        streaming::on_abort(tx, rec, now_ms)?;
+    }
     remove_upload(tx, bucket, key, upload_id)?;
     Ok(Reply::Done)
 }
@@ -172,7 +180,7 @@ pub(super) fn complete_upload(
     let etag = format!("{}-{}", hex::encode(md5.finalize()), chosen.len());
     let data = concat_data(&chosen)?;
 
-    let version = ObjectVersion {
+    let mut version = ObjectVersion {
         version_id: version_id_for(&bucket, fresh_version_id),
         bucket: c.bucket.clone(),
         key: c.key.clone(),
@@ -202,8 +210,43 @@ pub(super) fn complete_upload(
     // The object takes its references before the parts drop theirs, so a
     // block shared by both never touches zero in between (it would not
     // matter inside one batch, but the order reads right).
+    // Commit first: committing a "null" version clears the replaced one's
+    // replication records, which must not take the new tasks with them.
     commit_version(tx, &version, seq)?;
-    remove_upload(tx, &c.bucket, &c.key, &c.upload_id)?;
+    let streamed = streaming::load(tx, &c.bucket, &c.key, &c.upload_id)?;
+    let retain = streamed
+        .as_ref()
+        .is_some_and(|r| !r.destinations.is_empty());
+    let tasks = match streamed {
+        Some(rec) => {
+            let listed = chosen
+                .iter()
+                .map(|p| (p.number, normalize_etag(&p.etag)))
+                .collect();
+            streaming::on_complete(tx, rec, &version, listed, now_ms)?
+        }
+        None => outbox::on_new_version(tx, &version, now_ms)?,
+    };
+    if tasks > 0 {
+        version.replication_status = Some(ReplicationStatus::Pending);
+        restamp_version(tx, &version, seq);
+    }
+    if retain {
+        // Destinations still read the listed parts: they stay, with their
+        // references, until the final tasks are done (streaming.rs). The
+        // unlisted ones go now.
+        let listed: Vec<u32> = chosen.iter().map(|p| p.number).collect();
+        for (k, v) in tx.scan_prefix(CF_PARTS, &parts_prefix(&c.upload_id))? {
+            let part: PartRecord = decode(&v)?;
+            if !listed.contains(&part.number) {
+                drop_refs(tx, &part.data)?;
+                tx.delete(CF_PARTS, k);
+            }
+        }
+        tx.delete(CF_UPLOADS, upload_key(&c.bucket, &c.key, &c.upload_id));
+    } else {
+        remove_upload(tx, &c.bucket, &c.key, &c.upload_id)?;
+    }
     Ok(Reply::Version(Box::new(version)))
 }
 

@@ -9,9 +9,11 @@
 //!   the "null" version (Unversioned). With a version id it removes exactly
 //!   that version, and succeeds when there is none.
 
+use godwit_common::replication::{ReplicaOrigin, ReplicationStatus};
 use godwit_common::types::*;
 use godwit_common::MetaError;
 
+use super::outbox;
 use super::{add_refs, drop_refs, load_bucket};
 use crate::command::Reply;
 use crate::store::overlay::Overlay;
@@ -50,7 +52,7 @@ pub(super) fn put_object(
 ) -> Result<Reply, MetaError> {
     check_key(&obj.key)?;
     let bucket = load_bucket(tx, &obj.bucket)?;
-    let version = ObjectVersion {
+    let mut version = ObjectVersion {
         version_id: version_id_for(&bucket, fresh_version_id),
         bucket: obj.bucket,
         key: obj.key,
@@ -67,27 +69,54 @@ pub(super) fn put_object(
         tags: obj.tags,
         owner: obj.owner,
         replication_status: None,
-        replica_of: None,
+        replica_of: obj.replica_of,
     };
+    // A replica is never replicated again: two-way rules do not loop.
+    if version.replica_of.is_some() {
+        version.replication_status = Some(ReplicationStatus::Replica);
+    }
+    // Commit first: committing a "null" version clears the replaced one's
+    // replication records, which must not take the new tasks with them.
     commit_version(tx, &version, seq)?;
+    if version.replica_of.is_none() && outbox::on_new_version(tx, &version, now_ms)? > 0 {
+        version.replication_status = Some(ReplicationStatus::Pending);
+        restamp_version(tx, &version, seq);
+    }
     Ok(Reply::Version(Box::new(version)))
 }
 
-pub(super) fn delete_object(
-    tx: &mut Overlay,
-    bucket: &str,
-    key: &str,
-    version_id: Option<String>,
-    fresh_version_id: String,
-    now_ms: i64,
-    seq: u64,
-) -> Result<Reply, MetaError> {
+/// A DeleteObject as applied.
+pub(super) struct Delete<'a> {
+    pub bucket: &'a str,
+    pub key: &'a str,
+    pub version_id: Option<String>,
+    pub fresh_version_id: String,
+    pub now_ms: i64,
+    /// Set when a replication worker deletes (see `put_object`).
+    pub replica_of: Option<ReplicaOrigin>,
+}
+
+pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Reply, MetaError> {
+    let Delete {
+        bucket,
+        key,
+        version_id,
+        fresh_version_id,
+        now_ms,
+        replica_of,
+    } = d;
     check_key(key)?;
     let info = load_bucket(tx, bucket)?;
     let outcome = match (version_id, info.versioning) {
         // Permanent removal of one version; absent versions delete fine.
         (Some(vid), _) => {
             let removed = remove_version(tx, bucket, key, &vid)?;
+            if let Some(v) = &removed {
+                // Removing a replica (or removing as a worker) stays local.
+                if v.replica_of.is_none() && replica_of.is_none() {
+                    outbox::on_version_delete(tx, v, now_ms)?;
+                }
+            }
             DeleteOutcome {
                 version_id: Some(vid),
                 delete_marker: removed.is_some_and(|v| v.is_delete_marker),
@@ -104,7 +133,12 @@ pub(super) fn delete_object(
         // Enabled: a marker with a fresh id; Suspended: a "null" marker that
         // replaces the "null" version (commit_version does the replacing).
         (None, VersioningState::Enabled | VersioningState::Suspended) => {
-            let marker = ObjectVersion {
+            // The version the marker hides decides tag-filtered routing.
+            let hidden = match tx.first_with_prefix(CF_OBJECTS, &key_prefix(bucket, key))? {
+                Some((_, raw)) => Some(decode::<ObjectVersion>(&raw)?),
+                None => None,
+            };
+            let mut marker = ObjectVersion {
                 bucket: bucket.to_string(),
                 key: key.to_string(),
                 version_id: version_id_for(&info, fresh_version_id),
@@ -121,9 +155,22 @@ pub(super) fn delete_object(
                 tags: Default::default(),
                 owner: String::new(),
                 replication_status: None,
-                replica_of: None,
+                replica_of,
             };
+            if marker.replica_of.is_some() {
+                marker.replication_status = Some(ReplicationStatus::Replica);
+            }
             commit_version(tx, &marker, seq)?;
+            if marker.replica_of.is_none() {
+                let hidden_tags = hidden
+                    .as_ref()
+                    .filter(|h| !h.is_delete_marker)
+                    .map(|h| &h.tags);
+                if outbox::on_delete_marker(tx, &marker, hidden_tags, now_ms)? > 0 {
+                    marker.replication_status = Some(ReplicationStatus::Pending);
+                    restamp_version(tx, &marker, seq);
+                }
+            }
             DeleteOutcome {
                 version_id: Some(marker.version_id),
                 delete_marker: true,
@@ -153,6 +200,12 @@ pub(crate) fn commit_version(
     Ok(())
 }
 
+/// Rewrites the record of a version just committed at `seq` (its
+/// replication status was decided after the commit).
+pub(crate) fn restamp_version(tx: &mut Overlay, v: &ObjectVersion, seq: u64) {
+    tx.put(CF_OBJECTS, object_key(&v.bucket, &v.key, seq), encode(v));
+}
+
 /// Removes one version (and its index row); returns it if it existed.
 fn remove_version(
     tx: &mut Overlay,
@@ -179,5 +232,6 @@ fn remove_version(
     drop_refs(tx, &v.data)?;
     tx.delete(CF_OBJECTS, object_key);
     tx.delete(CF_VERSION_INDEX, index_key);
+    outbox::forget_version(tx, bucket, key, version_id);
     Ok(Some(v))
 }

@@ -16,7 +16,22 @@
 //! | `keys` | access key id | JSON `AccessKey` |
 //! | `blocks` | block id | reference count, u64 BE |
 //! | `datanodes` | node id u64 BE | JSON `DatanodeInfo` |
-//! | `sm_meta` | `last_applied`, `membership` | JSON |
+//! | `sm_meta` | `last_applied`, `membership`, `repl_seq` | JSON; `repl_seq` u64 BE |
+//! | `repl_rules` | bucket | JSON `ReplicationConfig` |
+//! | `remotes` | remote name | JSON `RemoteInfo` |
+//! | `repl_queue` | lane u8, due ms (i64, sign bit flipped) BE, seq u64 BE | JSON `ReplicationTask` |
+//! | `repl_task_index` | task id | its `repl_queue` key |
+//! | `repl_failed` | bucket `\0` task id | JSON `ReplicationTask` |
+//! | `repl_state` | `c\0` bucket `\0` rule `\0` destination `\0` lane; `b\0` bucket `\0` rule | JSON counters; JSON backfill progress |
+//! | `repl_versions` | bucket `\0` key `\0` version id | JSON pending/failed task counts of a version |
+//! | `repl_uploads` | bucket `\0` key `\0` upload id | JSON streamed-upload record (destinations, remote upload ids) |
+//!
+//! The `repl_*` families are the replication outbox (DESIGN.md invariant
+//! 5): the command that commits a mutation writes its tasks through the same
+//! overlay, hence the same `WriteBatch`. `repl_queue` sorts by lane, then
+//! due time, so leasing a lane is one forward scan from `[lane]`; a leased
+//! task is re-keyed to the lease's expiry, so it comes back by itself if its
+//! worker never acknowledges it.
 //!
 //! Versions of one key sort newest first because the key ends with the
 //! inverted sequence number; keys sort in byte order because `\0` sorts
@@ -43,6 +58,14 @@ pub const CF_KEYS: &str = "keys";
 pub const CF_BLOCKS: &str = "blocks";
 pub const CF_DATANODES: &str = "datanodes";
 pub const CF_SM_META: &str = "sm_meta";
+pub const CF_REPL_RULES: &str = "repl_rules";
+pub const CF_REMOTES: &str = "remotes";
+pub const CF_REPL_QUEUE: &str = "repl_queue";
+pub const CF_REPL_TASK_INDEX: &str = "repl_task_index";
+pub const CF_REPL_FAILED: &str = "repl_failed";
+pub const CF_REPL_STATE: &str = "repl_state";
+pub const CF_REPL_VERSIONS: &str = "repl_versions";
+pub const CF_REPL_UPLOADS: &str = "repl_uploads";
 
 /// The column families that make up the state machine: what a snapshot
 /// carries and what installing one replaces.
@@ -56,6 +79,15 @@ pub const SM_CFS: &[&str] = &[
     CF_BLOCKS,
     CF_DATANODES,
     CF_SM_META,
+    // Appended, never inserted: a snapshot names a CF by its index here.
+    CF_REPL_RULES,
+    CF_REMOTES,
+    CF_REPL_QUEUE,
+    CF_REPL_TASK_INDEX,
+    CF_REPL_FAILED,
+    CF_REPL_STATE,
+    CF_REPL_VERSIONS,
+    CF_REPL_UPLOADS,
 ];
 
 pub fn open_db(dir: &Path) -> anyhow::Result<Arc<DB>> {
@@ -143,6 +175,32 @@ pub fn part_key(upload_id: &str, number: u32) -> Vec<u8> {
     k
 }
 
+/// `repl_queue` key. The due time's sign bit is flipped so that i64 order
+/// is byte order (due times are positive in practice; this keeps it right
+/// regardless).
+pub fn queue_key(lane: u8, due_ms: i64, seq: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(17);
+    k.push(lane);
+    k.extend_from_slice(&((due_ms as u64) ^ (1 << 63)).to_be_bytes());
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// (lane, due ms, seq) of a `repl_queue` key.
+pub fn parse_queue_key(k: &[u8]) -> Option<(u8, i64, u64)> {
+    if k.len() != 17 {
+        return None;
+    }
+    let due = u64::from_be_bytes(k[1..9].try_into().ok()?) ^ (1 << 63);
+    let seq = u64::from_be_bytes(k[9..17].try_into().ok()?);
+    Some((k[0], due as i64, seq))
+}
+
+/// Parts joined by `\0` (none of them may hold one).
+pub fn joined(parts: &[&str]) -> Vec<u8> {
+    parts.join("\0").into_bytes()
+}
+
 /// The smallest byte string greater than every string starting with
 /// `prefix` (None when there is none: the prefix is all 0xFF).
 pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
@@ -178,6 +236,17 @@ mod tests {
         assert!(a1 < ab, "all versions of `a` before key `a!`");
         assert_eq!(seq_of_object_key(&a2), 2);
         assert_eq!(user_key_of(&ab, 1), b"a!");
+    }
+
+    #[test]
+    fn queue_keys_sort_by_lane_then_due_then_seq() {
+        let a = queue_key(0, 5_000, 9);
+        let b = queue_key(0, 6_000, 1);
+        let c = queue_key(1, 1, 0);
+        let neg = queue_key(0, -1, 0);
+        assert!(neg < a && a < b && b < c);
+        assert_eq!(parse_queue_key(&b), Some((0, 6_000, 1)));
+        assert_eq!(parse_queue_key(&neg), Some((0, -1, 0)));
     }
 
     #[test]

@@ -94,14 +94,28 @@ impl Overlay {
         self.scan_prefix_limit(cf_name, prefix, usize::MAX)
     }
 
-    fn scan_prefix_limit(
+    /// At most `limit` live rows with this prefix, in key order.
+    pub fn scan_prefix_limit(
         &self,
         cf_name: &'static str,
         prefix: &[u8],
         limit: usize,
     ) -> Result<Vec<Row>, MetaError> {
+        self.scan_from(cf_name, prefix, prefix, limit)
+    }
+
+    /// At most `limit` live rows with this prefix and a key `>= start`, in
+    /// key order, seen through the pending writes.
+    pub fn scan_from(
+        &self,
+        cf_name: &'static str,
+        prefix: &[u8],
+        start: &[u8],
+        limit: usize,
+    ) -> Result<Vec<Row>, MetaError> {
+        let start = if start < prefix { prefix } else { start };
         // Pending writes under the prefix, in key order.
-        let lower = (cf_name, prefix.to_vec());
+        let lower = (cf_name, start.to_vec());
         let mut pend = self
             .pending
             .range(lower..)
@@ -111,7 +125,7 @@ impl Overlay {
             .db
             .iterator_cf(
                 cf(&self.db, cf_name),
-                IteratorMode::From(prefix, Direction::Forward),
+                IteratorMode::From(start, Direction::Forward),
             )
             .map_while(|item| match item {
                 Ok((k, v)) if k.starts_with(prefix) => Some(Ok((k.to_vec(), v.to_vec()))),

@@ -4,8 +4,8 @@
 //! One `apply` call (one or more entries) becomes one rocksdb `WriteBatch`
 //! holding every mutation plus `last_applied` and the membership, so a crash
 //! leaves the state either before or after the whole call, never between.
-//! That batch is also where the replication outbox rows will go (invariant
-//! 5). It is written without its own fsync: it shares the WAL with the Raft
+//! That batch also carries the replication outbox rows the commands append
+//! (invariant 5, `apply/outbox.rs`). It is written without its own fsync: it shares the WAL with the Raft
 //! log, whose next synced append makes it durable, and until then a restart
 //! simply re-applies the entries from the log.
 

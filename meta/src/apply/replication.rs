@@ -1,0 +1,343 @@
+//! Replication commands: bucket configurations, remotes, object tags, and
+//! the queue's life cycle (lease, acknowledge, retry, backfill).
+//!
+//! A task's life: `enqueue` (outbox.rs) puts it in its lane due now;
+//! `lease_tasks` hands it out and re-keys it to the lease's expiry, so a
+//! worker that dies without answering gives it back by itself; `ack_tasks`
+//! removes it (Done), re-keys it to the worker's backoff (Retry) or moves
+//! it to `repl_failed` (Failed, or Retry past the attempt limit), from
+//! where `retry_failed` puts it back. Acks of unknown ids are ignored:
+//! delivery is at least once, and a second ack of a task is harmless.
+
+use std::collections::BTreeMap;
+
+use godwit_common::replication::*;
+use godwit_common::types::*;
+use godwit_common::MetaError;
+
+use super::load_bucket;
+use super::outbox::{self, Destination, TaskSubject};
+use super::streaming;
+use crate::command::Reply;
+use crate::store::overlay::Overlay;
+use crate::store::*;
+
+/// Most tasks one lease hands out.
+pub const MAX_LEASE: usize = 10_000;
+/// Most keys one backfill step scans.
+pub const MAX_BACKFILL_STEP: usize = 10_000;
+
+const VERSIONING_REQUIRED: &str =
+    "Versioning must be 'Enabled' on the bucket to apply a replication configuration";
+
+pub(super) fn put_bucket_replication(
+    tx: &mut Overlay,
+    bucket: &str,
+    cfg: ReplicationConfig,
+) -> Result<Reply, MetaError> {
+    let info = load_bucket(tx, bucket)?;
+    if info.versioning != VersioningState::Enabled {
+        return Err(MetaError::InvalidRequest(VERSIONING_REQUIRED.into()));
+    }
+    for rule in &cfg.rules {
+        if tx.get(CF_REMOTES, rule.remote.as_bytes())?.is_none() {
+            return Err(MetaError::NoSuchRemote(rule.remote.clone()));
+        }
+    }
+    tx.put(CF_REPL_RULES, bucket.as_bytes().to_vec(), encode(&cfg));
+    Ok(Reply::Done)
+}
+
+pub(super) fn delete_bucket_replication(
+    tx: &mut Overlay,
+    bucket: &str,
+) -> Result<Reply, MetaError> {
+    load_bucket(tx, bucket)?;
+    tx.delete(CF_REPL_RULES, bucket.as_bytes().to_vec());
+    Ok(Reply::Done)
+}
+
+/// A deleted bucket takes its configuration and figures with it (a bucket
+/// created again under the name starts clean). Queued tasks stay: they
+/// describe mutations that happened.
+pub(super) fn forget_bucket(tx: &mut Overlay, bucket: &str) -> Result<(), MetaError> {
+    tx.delete(CF_REPL_RULES, bucket.as_bytes().to_vec());
+    for kind in ["c", "b"] {
+        let mut prefix = joined(&[kind, bucket]);
+        prefix.push(0);
+        for (k, _) in tx.scan_prefix(CF_REPL_STATE, &prefix)? {
+            tx.delete(CF_REPL_STATE, k);
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn put_remote(tx: &mut Overlay, remote: RemoteInfo) -> Result<Reply, MetaError> {
+    if remote.name.is_empty() || remote.name.contains(['\0', '/']) {
+        return Err(MetaError::InvalidArgument(
+            "a remote name must be non-empty, without '/' or NUL".into(),
+        ));
+    }
+    tx.put(CF_REMOTES, remote.name.as_bytes().to_vec(), encode(&remote));
+    Ok(Reply::Done)
+}
+
+pub(super) fn delete_remote(tx: &mut Overlay, name: &str) -> Result<Reply, MetaError> {
+    if tx.get(CF_REMOTES, name.as_bytes())?.is_none() {
+        return Err(MetaError::NoSuchRemote(name.to_string()));
+    }
+    for (bucket, raw) in tx.scan_prefix(CF_REPL_RULES, b"")? {
+        let cfg: ReplicationConfig = decode(&raw)?;
+        if let Some(rule) = cfg.rules.iter().find(|r| r.remote == name) {
+            return Err(MetaError::InvalidRequest(format!(
+                "remote {name} is in use by replication rule {} of bucket {}",
+                rule.id,
+                String::from_utf8_lossy(&bucket)
+            )));
+        }
+    }
+    tx.delete(CF_REMOTES, name.as_bytes().to_vec());
+    Ok(Reply::Done)
+}
+
+pub(super) fn put_object_tags(
+    tx: &mut Overlay,
+    bucket: &str,
+    key: &str,
+    version_id: Option<String>,
+    tags: BTreeMap<String, String>,
+    now_ms: i64,
+) -> Result<Reply, MetaError> {
+    load_bucket(tx, bucket)?;
+    let missing = match version_id {
+        Some(_) => MetaError::NoSuchVersion,
+        None => MetaError::NoSuchKey,
+    };
+    if key.is_empty() || key.contains('\0') {
+        return Err(missing);
+    }
+    let seq = match &version_id {
+        Some(vid) => outbox::version_seq_of(tx, bucket, key, vid)?.ok_or(missing)?,
+        None => match tx.first_with_prefix(CF_OBJECTS, &key_prefix(bucket, key))? {
+            Some((k, _)) => seq_of_object_key(&k),
+            None => return Err(missing),
+        },
+    };
+    let ok = object_key(bucket, key, seq);
+    let raw = tx
+        .get(CF_OBJECTS, &ok)?
+        .ok_or_else(|| MetaError::Internal(format!("missing version of {bucket}/{key}")))?;
+    let mut v: ObjectVersion = decode(&raw)?;
+    if v.is_delete_marker {
+        // S3 answers 405 MethodNotAllowed; the gateway maps this.
+        return Err(MetaError::InvalidRequest(
+            "tags cannot be set on a delete marker".into(),
+        ));
+    }
+    v.tags = tags;
+    // A replica's tags were set by its source's worker (or locally): they
+    // never travel back.
+    if v.replica_of.is_none() && outbox::on_tags_changed(tx, &v, now_ms)? > 0 {
+        // PENDING, unless another task of the version already failed.
+        v.replication_status = outbox::counted_status(tx, bucket, key, &v.version_id)?;
+    }
+    tx.put(CF_OBJECTS, ok, encode(&v));
+    Ok(Reply::Text(v.version_id))
+}
+
+pub(super) fn lease_tasks(
+    tx: &mut Overlay,
+    lane: Lane,
+    max: usize,
+    lease_ms: u64,
+    now_ms: i64,
+) -> Result<Reply, MetaError> {
+    let max = max.min(MAX_LEASE);
+    let until = now_ms.saturating_add(lease_ms.min(i64::MAX as u64) as i64);
+    let mut out = Vec::new();
+    // Rows sort by due time within the lane: the due ones come first.
+    for (k, v) in tx.scan_prefix_limit(CF_REPL_QUEUE, &[lane.index()], max)? {
+        let (l, due, seq) = parse_queue_key(&k)
+            .ok_or_else(|| MetaError::Internal("corrupt repl_queue key".into()))?;
+        if due > now_ms {
+            break;
+        }
+        let task: ReplicationTask = decode(&v)?;
+        tx.delete(CF_REPL_QUEUE, k);
+        let nk = queue_key(l, until, seq);
+        tx.put(CF_REPL_TASK_INDEX, task.id.as_bytes().to_vec(), nk.clone());
+        tx.put(CF_REPL_QUEUE, nk, v);
+        out.push(task);
+    }
+    Ok(Reply::Tasks(out))
+}
+
+pub(super) fn ack_tasks(
+    tx: &mut Overlay,
+    acks: Vec<(String, TaskOutcome)>,
+    now_ms: i64,
+    max_attempts: u32,
+) -> Result<Reply, MetaError> {
+    for (id, outcome) in acks {
+        let Some(qk) = tx.get(CF_REPL_TASK_INDEX, id.as_bytes())? else {
+            continue; // acknowledged already
+        };
+        let Some(raw) = tx.get(CF_REPL_QUEUE, &qk)? else {
+            tx.delete(CF_REPL_TASK_INDEX, id.into_bytes());
+            continue;
+        };
+        let mut task: ReplicationTask = decode(&raw)?;
+        match outcome {
+            TaskOutcome::Done { .. } => {
+                tx.delete(CF_REPL_QUEUE, qk);
+                tx.delete(CF_REPL_TASK_INDEX, id.into_bytes());
+                let missed = task
+                    .rtc_minutes
+                    .is_some_and(|m| task.created_ms + i64::from(m) * 60_000 < now_ms);
+                outbox::bump_counters(tx, &task, |c| {
+                    c.completed_total += 1;
+                    if missed {
+                        c.rtc_missed_total += 1;
+                    }
+                })?;
+                outbox::settle_version(tx, &task, outbox::task_done)?;
+                streaming::on_task_done(tx, &task)?;
+            }
+            TaskOutcome::Retry { error, retry_at_ms } => {
+                task.attempts += 1;
+                task.last_error = Some(error);
+                if task.attempts >= max_attempts {
+                    fail(tx, task, qk)?;
+                } else {
+                    let (_, _, seq) = parse_queue_key(&qk)
+                        .ok_or_else(|| MetaError::Internal("corrupt repl_queue key".into()))?;
+                    tx.delete(CF_REPL_QUEUE, qk);
+                    outbox::put_queued(tx, &task, retry_at_ms, seq);
+                }
+            }
+            TaskOutcome::Failed { error } => {
+                task.attempts += 1;
+                task.last_error = Some(error);
+                fail(tx, task, qk)?;
+            }
+        }
+    }
+    Ok(Reply::Done)
+}
+
+/// Moves a task out of the queue into the bucket's failed set.
+fn fail(tx: &mut Overlay, task: ReplicationTask, qk: Vec<u8>) -> Result<(), MetaError> {
+    tx.delete(CF_REPL_QUEUE, qk);
+    tx.delete(CF_REPL_TASK_INDEX, task.id.as_bytes().to_vec());
+    outbox::bump_counters(tx, &task, |c| c.failed_total += 1)?;
+    outbox::settle_version(tx, &task, outbox::task_failed)?;
+    tx.put(
+        CF_REPL_FAILED,
+        outbox::failed_key(&task.bucket, &task.id),
+        encode(&task),
+    );
+    Ok(())
+}
+
+pub(super) fn retry_failed(
+    tx: &mut Overlay,
+    bucket: &str,
+    now_ms: i64,
+) -> Result<Reply, MetaError> {
+    let mut prefix = bucket.as_bytes().to_vec();
+    prefix.push(0);
+    let mut n = 0u64;
+    for (k, v) in tx.scan_prefix(CF_REPL_FAILED, &prefix)? {
+        let mut task: ReplicationTask = decode(&v)?;
+        task.attempts = 0;
+        tx.delete(CF_REPL_FAILED, k);
+        let seq = outbox::next_seq(tx)?;
+        outbox::put_queued(tx, &task, now_ms, seq);
+        outbox::settle_version(tx, &task, outbox::task_retried)?;
+        n += 1;
+    }
+    Ok(Reply::Count(n))
+}
+
+/// The first `objects` row of a key after `key` (see listing.rs).
+fn after_key(bucket: &str, key: &str) -> Vec<u8> {
+    let mut k = key_prefix(bucket, key);
+    *k.last_mut().unwrap() = 1;
+    k
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn backfill_scan(
+    tx: &mut Overlay,
+    bucket: &str,
+    rule_id: &str,
+    start_after: Option<String>,
+    max: usize,
+    total_keys: Option<u64>,
+    now_ms: i64,
+) -> Result<Reply, MetaError> {
+    load_bucket(tx, bucket)?;
+    let cfg =
+        outbox::load_config(tx, bucket)?.ok_or(MetaError::ReplicationConfigurationNotFound)?;
+    let rule = cfg
+        .rules
+        .iter()
+        .find(|r| r.id == rule_id)
+        .ok_or_else(|| MetaError::InvalidRequest(format!("no replication rule {rule_id}")))?;
+    let mut dest = Destination::of_rule(rule);
+    dest.lane = Lane::Backfill;
+    let max = max.clamp(1, MAX_BACKFILL_STEP);
+
+    let bp = bucket_prefix(bucket);
+    let mut start = match &start_after {
+        Some(k) => after_key(bucket, k),
+        None => bp.clone(),
+    };
+    let mut scanned = 0u64;
+    let mut last: Option<String> = None;
+    // The first row of each key is its latest version.
+    while (scanned as usize) < max {
+        let Some((k, v)) = tx.scan_from(CF_OBJECTS, &bp, &start, 1)?.pop() else {
+            break;
+        };
+        let key = String::from_utf8(user_key_of(&k, bucket.len()).to_vec())
+            .map_err(|_| MetaError::Internal("stored key is not UTF-8".into()))?;
+        start = after_key(bucket, &key);
+        scanned += 1;
+        let latest: ObjectVersion = decode(&v)?;
+        let wanted = !latest.is_delete_marker
+            && latest.replica_of.is_none()
+            && rule.filter.matches(&key, &latest.tags);
+        if wanted {
+            let subject = TaskSubject {
+                bucket,
+                key: &key,
+                version_id: Some(&latest.version_id),
+                size: latest.size,
+                now_ms,
+            };
+            outbox::enqueue(tx, &dest, &subject, TaskKind::NewVersion)?;
+            if let Some(status) = outbox::counted_status(tx, bucket, &key, &latest.version_id)? {
+                outbox::set_version_status(tx, bucket, &key, &latest.version_id, status)?;
+            }
+        }
+        last = Some(key);
+    }
+    let done = tx.scan_from(CF_OBJECTS, &bp, &start, 1)?.is_empty();
+
+    let pk = outbox::backfill_key(bucket, rule_id);
+    let mut progress: outbox::BackfillProgress = match (&start_after, tx.get(CF_REPL_STATE, &pk)?) {
+        (Some(_), Some(b)) => decode(&b)?,
+        _ => outbox::BackfillProgress::default(),
+    };
+    if let Some(total) = total_keys {
+        progress.total = total;
+    }
+    progress.scanned += scanned;
+    progress.done = done;
+    if done {
+        progress.total = progress.total.max(progress.scanned);
+    }
+    tx.put(CF_REPL_STATE, pk, encode(&progress));
+    Ok(Reply::MaybeKey(if done { None } else { last }))
+}
