@@ -97,6 +97,45 @@ pub struct StorageArgs {
     pub io_backend: Option<String>,
 }
 
+/// Replication worker tunables (`godwit server` and `godwit replicator`).
+#[derive(Args, Debug, Default)]
+pub struct ReplicationArgs {
+    /// Tasks in flight in the RTC lane.
+    #[arg(long, env = "GODWIT_REPLICATION_RTC_CONCURRENCY")]
+    pub replication_rtc_concurrency: Option<usize>,
+    /// Tasks in flight in the standard lane.
+    #[arg(long, env = "GODWIT_REPLICATION_STANDARD_CONCURRENCY")]
+    pub replication_standard_concurrency: Option<usize>,
+    /// Tasks in flight in the backfill lane.
+    #[arg(long, env = "GODWIT_REPLICATION_BACKFILL_CONCURRENCY")]
+    pub replication_backfill_concurrency: Option<usize>,
+    /// Attempts before a task is FAILED.
+    #[arg(long, env = "GODWIT_REPLICATION_MAX_ATTEMPTS")]
+    pub replication_max_attempts: Option<u32>,
+    /// Upper bound of the retry backoff, ms.
+    #[arg(long, env = "GODWIT_REPLICATION_BACKOFF_MAX_MS")]
+    pub replication_backoff_max_ms: Option<u64>,
+    /// Objects above this many bytes are HEADed at the destination first.
+    #[arg(long, env = "GODWIT_REPLICATION_OPTIMISTIC_THRESHOLD")]
+    pub replication_optimistic_threshold: Option<u64>,
+}
+
+impl ReplicationArgs {
+    pub fn resolve(self, region: &str) -> godwit_replication::ReplicatorConfig {
+        let d = godwit_replication::ReplicatorConfig::default();
+        godwit_replication::ReplicatorConfig {
+            region: region.to_string(),
+            rtc_concurrency: self.replication_rtc_concurrency.unwrap_or(d.rtc_concurrency),
+            standard_concurrency: self.replication_standard_concurrency.unwrap_or(d.standard_concurrency),
+            backfill_concurrency: self.replication_backfill_concurrency.unwrap_or(d.backfill_concurrency),
+            max_attempts: self.replication_max_attempts.unwrap_or(d.max_attempts),
+            backoff_max_ms: self.replication_backoff_max_ms.unwrap_or(d.backoff_max_ms),
+            optimistic_threshold: self.replication_optimistic_threshold.unwrap_or(d.optimistic_threshold),
+            ..d
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct ServerArgs {
     /// TOML file with any of the options below (snake_case keys).
@@ -116,6 +155,8 @@ pub struct ServerArgs {
     pub region: Option<String>,
     #[command(flatten)]
     pub storage: StorageArgs,
+    #[command(flatten)]
+    pub replication: ReplicationArgs,
 }
 
 #[derive(Debug, Clone)]
@@ -165,12 +206,19 @@ pub struct ServerConfig {
     pub admin_listen: String,
     pub region: String,
     pub storage: Storage,
+    pub replication: godwit_replication::ReplicatorConfig,
 }
 
 impl ServerConfig {
     pub fn resolve(a: ServerArgs) -> anyhow::Result<Self> {
         let mut f = load_file(a.config.as_deref())?;
+        let region = a
+            .region
+            .or(f.region.take())
+            .unwrap_or_else(|| DEFAULT_REGION.into());
         Ok(ServerConfig {
+            replication: a.replication.resolve(&region),
+            region,
             data_dir: a
                 .data_dir
                 .or(f.data_dir.take())
@@ -183,10 +231,6 @@ impl ServerConfig {
                 .admin_listen
                 .or(f.admin_listen.take())
                 .unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
-            region: a
-                .region
-                .or(f.region.take())
-                .unwrap_or_else(|| DEFAULT_REGION.into()),
             storage: Storage::resolve(a.storage, &mut f)?,
         })
     }
@@ -391,6 +435,44 @@ impl GatewayRoleConfig {
                 "--cluster-secret",
             )?,
             storage: Storage::resolve(a.storage, &mut f)?,
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ReplicatorArgs {
+    #[arg(long, env = "GODWIT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// This region's name (written on replicas as their origin).
+    #[arg(long, env = "GODWIT_REGION")]
+    pub region: Option<String>,
+    #[arg(long, env = "GODWIT_ADMIN_LISTEN")]
+    pub admin_listen: Option<String>,
+    #[arg(long, env = "GODWIT_META_ENDPOINTS", value_delimiter = ',')]
+    pub meta_endpoints: Option<Vec<String>>,
+    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+    #[command(flatten)]
+    pub replication: ReplicationArgs,
+}
+
+#[derive(Debug)]
+pub struct ReplicatorRoleConfig {
+    pub admin_listen: String,
+    pub meta_endpoints: Vec<String>,
+    pub cluster_secret: String,
+    pub replication: godwit_replication::ReplicatorConfig,
+}
+
+impl ReplicatorRoleConfig {
+    pub fn resolve(a: ReplicatorArgs) -> anyhow::Result<Self> {
+        let mut f = load_file(a.config.as_deref())?;
+        let region = a.region.or(f.region.take()).unwrap_or_else(|| DEFAULT_REGION.into());
+        Ok(ReplicatorRoleConfig {
+            admin_listen: a.admin_listen.or(f.admin_listen.take()).unwrap_or_else(|| "127.0.0.1:9005".into()),
+            meta_endpoints: a.meta_endpoints.or(f.meta_endpoints.take()).context("--meta-endpoints is required")?,
+            cluster_secret: required(a.cluster_secret.or(f.cluster_secret.take()), "--cluster-secret")?,
+            replication: a.replication.resolve(&region),
         })
     }
 }

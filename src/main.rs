@@ -26,6 +26,8 @@ enum Command {
     Datanode(config::DatanodeArgs),
     /// The S3 gateway role (stateless).
     Gateway(config::GatewayArgs),
+    /// The replication worker role (stateless; leases tasks from meta).
+    Replicator(config::ReplicatorArgs),
     /// Administer a running Godwit through its admin listener.
     Admin(admin::cli::AdminArgs),
     /// Load generator for any S3 endpoint.
@@ -61,6 +63,10 @@ async fn main() -> anyhow::Result<()> {
         Command::Gateway(a) => {
             init_tracing();
             roles::run_gateway(config::GatewayRoleConfig::resolve(a)?).await
+        }
+        Command::Replicator(a) => {
+            init_tracing();
+            roles::run_replicator(config::ReplicatorRoleConfig::resolve(a)?).await
         }
         Command::Admin(a) => admin::cli::run(a).await,
         Command::Bench(a) => bench::run(a).await,

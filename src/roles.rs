@@ -14,11 +14,13 @@ use godwit_common::{BlockStore, MetaApi};
 use godwit_datanode::{Datanode, DatanodeConfig};
 use godwit_gateway::{Gateway, GatewayConfig};
 use godwit_meta::{MetaConfig, MetaNode};
+use godwit_replication::Replicator;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::server::AdminState;
 use crate::config::{
-    DatanodeRoleConfig, GatewayRoleConfig, IoBackend, MetaRoleConfig, ServerConfig, Storage,
+    DatanodeRoleConfig, GatewayRoleConfig, IoBackend, MetaRoleConfig, ReplicatorRoleConfig, ServerConfig,
+    Storage,
 };
 use crate::credentials::{self, RootCredentials};
 use crate::listen;
@@ -154,11 +156,9 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
 
     let nodes: HashMap<u64, Arc<dyn BlockStore>> =
         HashMap::from([(LOCAL_DATANODE_ID, datanode.clone() as Arc<dyn BlockStore>)]);
-    let gateway = Gateway::new(
-        gateway_config(&cfg.region, &cfg.storage),
-        meta_api.clone(),
-        Arc::new(LocalRouter::new(nodes)),
-    );
+    let router: Arc<dyn godwit_common::BlockRouter> = Arc::new(LocalRouter::new(nodes));
+    let gateway = Gateway::new(gateway_config(&cfg.region, &cfg.storage), meta_api.clone(), router.clone());
+    let replicator = Replicator::new(cfg.replication.clone(), meta_api.clone(), router).spawn(shutdown.clone());
     admin.set_meta(meta_api.clone());
     tracing::info!(addr = %s3_listener.local_addr()?, region = %cfg.region, data_dir = %cfg.data_dir.display(), "S3 listener");
     tasks.push(tokio::spawn(listen::serve(
@@ -171,6 +171,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
     let stopped = tokio::spawn(async move {
         let result = join_all(tasks).await;
         let _ = gc.await;
+        let _ = replicator.await;
         meta.shutdown().await;
         tracing::info!("stopped");
         result
@@ -317,4 +318,29 @@ pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
     admin.ready.store(true, Ordering::Release);
     tracing::info!(s3 = %cfg.s3_listen, "gateway role ready");
     join_all(tasks).await
+}
+
+pub async fn run_replicator(cfg: ReplicatorRoleConfig) -> anyhow::Result<()> {
+    let shutdown = CancellationToken::new();
+    listen::cancel_on_signal(shutdown.clone());
+    let mut tasks = Vec::new();
+    let secret = ClusterSecret::new(&cfg.cluster_secret);
+    let meta: Arc<dyn MetaApi> = Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
+    let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let router = NetworkRouter::new(secret);
+    until_ok("waiting for a registered datanode", || async {
+        match router.refresh(meta.as_ref()).await? {
+            0 => anyhow::bail!("no datanode registered yet"),
+            _ => Ok(()),
+        }
+    })
+    .await?;
+    router.spawn_refresh(meta.clone(), Duration::from_secs(5));
+    let worker = Replicator::new(cfg.replication, meta.clone(), router).spawn(shutdown.clone());
+    admin.set_meta(meta);
+    admin.ready.store(true, Ordering::Release);
+    tracing::info!("replicator role ready");
+    let result = join_all(tasks).await;
+    let _ = worker.await;
+    result
 }

@@ -29,6 +29,7 @@ async fn start(dir: &std::path::Path) -> ServerHandle {
             gc_interval_secs: None,
             io_backend: None,
         },
+        replication: Default::default(),
     };
     start_server(ServerConfig::resolve(args).unwrap())
         .await

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::StreamExt;
 
-use crate::types::{BlockRef, ObjectData, ObjectRead};
+use crate::types::{BlockRef, ObjectData, ObjectRead, ReadGrant};
 use crate::{BlockError, BlockRouter, ByteStream};
 
 /// One block's share of a read.
@@ -52,7 +52,20 @@ pub fn read_range(
     start: u64,
     end: u64,
 ) -> ByteStream {
-    match &obj.version.data {
+    read_data_range(router, &obj.version.data, &obj.grant, start, end)
+}
+
+/// Streams bytes `[start, end)` of any stored data (an object version's, or
+/// a multipart part's, which the replication worker streams to
+/// destinations), with the read tokens of `grant`.
+pub fn read_data_range(
+    router: Arc<dyn BlockRouter>,
+    data: &ObjectData,
+    grant: &ReadGrant,
+    start: u64,
+    end: u64,
+) -> ByteStream {
+    match data {
         ObjectData::Inline(bytes) => {
             let (s, e) = (
                 start.min(bytes.len() as u64) as usize,
@@ -67,7 +80,7 @@ pub fn read_range(
             let segs = segments(blocks, start, end)
                 .into_iter()
                 .map(|s| {
-                    let token = obj.grant.tokens.get(&s.id).cloned().unwrap_or_default();
+                    let token = grant.tokens.get(&s.id).cloned().unwrap_or_default();
                     (s, token)
                 })
                 .collect();

@@ -19,6 +19,8 @@ pub struct S3 {
     pub endpoint: String,
     pub access_key: String,
     pub secret_key: String,
+    /// Region signed into the credential scope.
+    pub region: String,
     pub http: reqwest::Client,
 }
 
@@ -28,11 +30,18 @@ impl S3 {
             endpoint: endpoint.trim_end_matches('/').to_string(),
             access_key: access_key.into(),
             secret_key: secret_key.into(),
+            region: "us-east-1".into(),
             http: reqwest::Client::builder()
                 .tcp_nodelay(true)
                 .build()
                 .unwrap(),
         }
+    }
+
+    /// The same client signing for another region.
+    pub fn in_region(mut self, region: &str) -> Self {
+        self.region = region.into();
+        self
     }
 
     /// Sends a request signed with SigV4 and a real payload SHA-256.
@@ -53,7 +62,7 @@ impl S3 {
             aws_sigv4::http_request::UriPathNormalizationMode::Disabled;
         let params = v4::SigningParams::builder()
             .identity(&identity)
-            .region("us-east-1")
+            .region(&self.region)
             .name("s3")
             .time(SystemTime::now())
             .settings(settings)

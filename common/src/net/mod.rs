@@ -3,6 +3,7 @@
 
 pub mod block_client;
 pub mod meta_client;
+pub mod s3_remote;
 
 pub use block_client::BlockClient;
 pub use meta_client::MetaClient;

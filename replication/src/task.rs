@@ -1,0 +1,559 @@
+//! Applying one leased task to its destination, and turning the result into
+//! the outcome meta records. Every application is idempotent: a task may
+//! run twice (its lease expired, or its ack was lost) and must leave the
+//! destination as once.
+
+use std::sync::Arc;
+
+use futures::{StreamExt, TryStreamExt};
+use godwit_common::net::s3_remote::{content_md5_from_etag, tagging_header, Headers, RemoteError};
+use godwit_common::object_read::read_data_range;
+use godwit_common::replication::{
+    ReplicationTask, TaskKind, TaskOutcome, ORIGINAL_MTIME_META, REPLICA_HEADER,
+};
+use godwit_common::types::{ContentHeaders, ObjectData, ObjectVersion, ReadGrant};
+use godwit_common::{ByteStream, MetaError};
+use tracing::Instrument;
+
+use crate::backoff::backoff_delay_ms;
+use crate::limiter::throttle;
+use crate::remotes::Remote;
+use crate::{metrics, multipart, now_ms, Replicator};
+
+/// S3's largest single PUT; larger objects go as multipart.
+const MAX_SINGLE_PUT: u64 = 5 * 1024 * 1024 * 1024;
+/// Part size for objects sent as multipart that had no parts at the
+/// source (only objects above `MAX_SINGLE_PUT`).
+const SPLIT_PART_SIZE: u64 = 256 * 1024 * 1024;
+/// Parts of one object in flight at once when copying it as multipart.
+const PARTS_IN_FLIGHT: usize = 4;
+
+/// How a task ended, short of an error.
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// The destination acknowledged.
+    Done,
+    /// Nothing had to be sent (the destination already had it); the label
+    /// of `godwit_replication_skipped_total`.
+    Skipped(&'static str),
+    /// Not yet possible (e.g. parts still on their way): ask again soon.
+    Wait { reason: String, delay_ms: u64 },
+}
+
+/// Why a task did not finish.
+#[derive(Debug)]
+pub(crate) enum TaskError {
+    /// The source no longer has what the task names (version, upload,
+    /// bucket deleted since): nothing is left to send, so the task is done.
+    SourceGone,
+    /// May succeed later.
+    Retryable(String),
+    /// Will not succeed by retrying (e.g. the destination bucket is gone).
+    Permanent(String),
+}
+
+impl From<RemoteError> for TaskError {
+    fn from(e: RemoteError) -> Self {
+        if e.is_retryable() {
+            TaskError::Retryable(e.to_string())
+        } else {
+            TaskError::Permanent(e.to_string())
+        }
+    }
+}
+
+impl From<MetaError> for TaskError {
+    fn from(e: MetaError) -> Self {
+        match e {
+            MetaError::NoSuchBucket
+            | MetaError::NoSuchKey
+            | MetaError::NoSuchVersion
+            | MetaError::NoSuchUpload => TaskError::SourceGone,
+            MetaError::NotLeader { .. } | MetaError::Unavailable(_) | MetaError::Internal(_) => {
+                TaskError::Retryable(format!("source meta: {e}"))
+            }
+            other => TaskError::Permanent(format!("source meta: {other}")),
+        }
+    }
+}
+
+pub(crate) type TaskResult = Result<Step, TaskError>;
+
+impl Replicator {
+    /// Runs one task and says what meta should record.
+    pub(crate) async fn run_task(self: &Arc<Self>, task: &ReplicationTask) -> TaskOutcome {
+        let span = tracing::info_span!(
+            "replicate",
+            task = %task.id,
+            bucket = %task.bucket,
+            key = %task.key,
+            kind = task.kind.as_str(),
+            remote = %task.remote,
+            lane = task.lane.as_str(),
+        );
+        let result = self.execute(task).instrument(span.clone()).await;
+        let _entered = span.enter();
+        self.outcome(task, result)
+    }
+
+    async fn execute(self: &Arc<Self>, task: &ReplicationTask) -> TaskResult {
+        if task.kind == TaskKind::VersionDelete {
+            // Version ids are assigned by each region, so the source's id
+            // names nothing at the destination; AWS never replicates
+            // permanent version deletes either
+            // (https://docs.aws.amazon.com/AmazonS3/latest/userguide/replication-what-is-isnot-replicated.html).
+            tracing::info!(
+                "permanent version delete is not replicated (version ids differ between regions)"
+            );
+            return Ok(Step::Done);
+        }
+        let Some(remote) = self.remotes.get(self.meta.as_ref(), &task.remote).await else {
+            return Err(TaskError::Retryable(format!(
+                "remote `{}` is not registered",
+                task.remote
+            )));
+        };
+        match &task.kind {
+            TaskKind::NewVersion => self.new_version(task, &remote).await,
+            TaskKind::DeleteMarker => self.delete_marker(task, &remote).await,
+            TaskKind::TagsChanged => self.tags_changed(task, &remote).await,
+            TaskKind::PartCommitted {
+                upload_id,
+                part_number,
+            } => multipart::part(self, task, &remote, upload_id, *part_number).await,
+            TaskKind::MultipartCompleted { upload_id } => {
+                multipart::complete(self, task, &remote, upload_id).await
+            }
+            TaskKind::MultipartAborted { upload_id } => {
+                multipart::abort(self, task, &remote, upload_id).await
+            }
+            TaskKind::VersionDelete => Ok(Step::Done),
+        }
+    }
+
+    fn outcome(&self, task: &ReplicationTask, result: TaskResult) -> TaskOutcome {
+        let now = now_ms();
+        let lane = task.lane.as_str();
+        match result {
+            Ok(Step::Done) | Err(TaskError::SourceGone) | Ok(Step::Skipped(_)) => {
+                if let Ok(Step::Skipped(reason)) = &result {
+                    metrics::get().skipped.with_label_values(&[reason]).inc();
+                    tracing::debug!(reason, "destination already up to date");
+                }
+                if matches!(result, Err(TaskError::SourceGone)) {
+                    tracing::debug!("the source no longer has it: nothing to send");
+                }
+                let latency_ms = (now - task.created_ms).max(0) as u64;
+                metrics::get()
+                    .latency
+                    .with_label_values(&[
+                        &task.bucket,
+                        &task.rule_id,
+                        &destination_label(task),
+                        lane,
+                    ])
+                    .observe(latency_ms as f64 / 1000.0);
+                metrics::get()
+                    .outcomes
+                    .with_label_values(&[lane, "done"])
+                    .inc();
+                TaskOutcome::Done { latency_ms }
+            }
+            Ok(Step::Wait { reason, delay_ms }) => {
+                tracing::debug!(%reason, delay_ms, "task waits");
+                metrics::get()
+                    .outcomes
+                    .with_label_values(&[lane, "wait"])
+                    .inc();
+                TaskOutcome::Retry {
+                    error: reason,
+                    retry_at_ms: now + delay_ms as i64,
+                }
+            }
+            Err(TaskError::Retryable(error)) if task.attempts + 1 < self.cfg.max_attempts => {
+                let delay = backoff_delay_ms(
+                    &mut rand::thread_rng(),
+                    self.cfg.backoff_base_ms,
+                    self.cfg.backoff_max_ms,
+                    task.attempts,
+                );
+                tracing::info!(%error, attempts = task.attempts + 1, delay_ms = delay, "replication failed, will retry");
+                metrics::get()
+                    .outcomes
+                    .with_label_values(&[lane, "retry"])
+                    .inc();
+                TaskOutcome::Retry {
+                    error,
+                    retry_at_ms: now + delay as i64,
+                }
+            }
+            Err(TaskError::Retryable(error)) | Err(TaskError::Permanent(error)) => {
+                tracing::warn!(%error, attempts = task.attempts + 1, "replication FAILED");
+                metrics::get()
+                    .outcomes
+                    .with_label_values(&[lane, "failed"])
+                    .inc();
+                TaskOutcome::Failed { error }
+            }
+        }
+    }
+
+    /// A new version: PUT it (or skip it when the destination has it).
+    async fn new_version(&self, task: &ReplicationTask, remote: &Remote) -> TaskResult {
+        let obj = self
+            .meta
+            .get_object(&task.bucket, &task.key, task.version_id.as_deref())
+            .await?;
+        let v = &obj.version;
+        if v.is_delete_marker {
+            // A delete marker on a NewVersion task (the latest was asked
+            // for): its own task carries it.
+            return Ok(Step::Done);
+        }
+        if v.size > self.cfg.optimistic_threshold {
+            // XDCR's optimistic threshold: a HEAD is cheap next to the body.
+            if let Some(have) = remote
+                .client
+                .head_object(&task.destination_bucket, &task.key)
+                .await?
+            {
+                if have.etag == v.etag && have.size == v.size {
+                    return Ok(Step::Skipped("same_etag"));
+                }
+            }
+        }
+        let mut headers = object_headers(
+            &self.cfg.region,
+            v.last_modified_ms,
+            &v.headers,
+            &v.user_meta,
+        );
+        if !v.tags.is_empty() {
+            headers.push(("x-amz-tagging".into(), tagging_header(&v.tags)));
+        }
+        if !v.parts.is_empty() || v.size > MAX_SINGLE_PUT {
+            return self
+                .copy_as_multipart(task, remote, v, &obj.grant, headers)
+                .await;
+        }
+        // The source ETag is the MD5 of the bytes: the destination checks
+        // what it received against it (BadDigest otherwise, retried).
+        if let Some(md5) = content_md5_from_etag(&v.etag) {
+            headers.push(("content-md5".into(), md5));
+        }
+        let body = self.body(task, remote, &v.data, &obj.grant, 0, v.size);
+        remote
+            .client
+            .put_object(&task.destination_bucket, &task.key, body, v.size, headers)
+            .await?;
+        Ok(Step::Done)
+    }
+
+    /// An object made by CompleteMultipartUpload goes over with the same
+    /// part boundaries, so the destination computes the same ETag (and a
+    /// later optimistic HEAD recognises it).
+    async fn copy_as_multipart(
+        &self,
+        task: &ReplicationTask,
+        remote: &Remote,
+        v: &ObjectVersion,
+        grant: &ReadGrant,
+        headers: Headers,
+    ) -> TaskResult {
+        let mut ranges = Vec::new(); // (number, start, end, etag)
+        if v.parts.is_empty() {
+            let mut start = 0;
+            let mut n = 1;
+            while start < v.size {
+                let end = (start + SPLIT_PART_SIZE).min(v.size);
+                ranges.push((n, start, end, None));
+                start = end;
+                n += 1;
+            }
+        } else {
+            let mut start = 0;
+            for p in &v.parts {
+                ranges.push((p.number, start, start + p.size, Some(p.etag.clone())));
+                start += p.size;
+            }
+        }
+        let dest = &task.destination_bucket;
+        let upload_id = remote
+            .client
+            .create_multipart_upload(dest, &task.key, headers)
+            .await?;
+        let sent = futures::stream::iter(ranges)
+            .map(|(n, start, end, etag)| {
+                let body = self.body(task, remote, &v.data, grant, start, end);
+                let md5 = etag.as_deref().and_then(content_md5_from_etag);
+                let upload_id = &upload_id;
+                async move {
+                    let got = remote
+                        .client
+                        .upload_part(
+                            dest,
+                            &task.key,
+                            upload_id,
+                            n,
+                            body,
+                            end - start,
+                            md5.as_deref(),
+                        )
+                        .await?;
+                    Ok::<_, RemoteError>((n, got))
+                }
+            })
+            .buffered(PARTS_IN_FLIGHT)
+            .try_collect::<Vec<_>>()
+            .await;
+        let result = match sent {
+            Ok(parts) => {
+                remote
+                    .client
+                    .complete_multipart_upload(
+                        dest,
+                        &task.key,
+                        &upload_id,
+                        &parts,
+                        vec![replica_header(&self.cfg.region, v.last_modified_ms)],
+                    )
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(etag) => {
+                if etag != v.etag {
+                    tracing::warn!(source_etag = %v.etag, destination_etag = %etag, "destination ETag differs");
+                }
+                Ok(Step::Done)
+            }
+            Err(e) => {
+                if let Err(abort) = remote
+                    .client
+                    .abort_multipart_upload(dest, &task.key, &upload_id)
+                    .await
+                {
+                    tracing::warn!(error = %abort, "aborting the destination upload failed");
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// A delete marker: DELETE the key at the destination, marked as a
+    /// replica so a two-way rule does not send it back.
+    async fn delete_marker(&self, task: &ReplicationTask, remote: &Remote) -> TaskResult {
+        let obj = self
+            .meta
+            .get_object(&task.bucket, &task.key, task.version_id.as_deref())
+            .await?;
+        if !obj.version.is_delete_marker {
+            tracing::warn!(
+                "the version of a delete-marker task is not a delete marker; nothing sent"
+            );
+            return Ok(Step::Done);
+        }
+        remote
+            .client
+            .delete_object(
+                &task.destination_bucket,
+                &task.key,
+                vec![replica_header(
+                    &self.cfg.region,
+                    obj.version.last_modified_ms,
+                )],
+            )
+            .await?;
+        Ok(Step::Done)
+    }
+
+    /// New tags on a version: PUT ?tagging on the destination's latest
+    /// version, once that is the same object (same ETag).
+    async fn tags_changed(&self, task: &ReplicationTask, remote: &Remote) -> TaskResult {
+        let obj = self
+            .meta
+            .get_object(&task.bucket, &task.key, task.version_id.as_deref())
+            .await?;
+        let v = &obj.version;
+        if v.is_delete_marker {
+            return Ok(Step::Done);
+        }
+        let dest = &task.destination_bucket;
+        match remote.client.head_object(dest, &task.key).await? {
+            None => {
+                return Err(TaskError::Retryable(
+                    "the destination does not have the object yet".into(),
+                ))
+            }
+            Some(have) if have.etag != v.etag => {
+                if !v.is_latest {
+                    // A newer version replaced it at the source; its own
+                    // task carries its tags.
+                    return Ok(Step::Done);
+                }
+                return Err(TaskError::Retryable(
+                    "the destination holds another version of the key".into(),
+                ));
+            }
+            Some(_) => {}
+        }
+        remote
+            .client
+            .put_object_tagging(
+                dest,
+                &task.key,
+                None,
+                &v.tags,
+                vec![replica_header(&self.cfg.region, v.last_modified_ms)],
+            )
+            .await?;
+        Ok(Step::Done)
+    }
+
+    /// Bytes `[start, end)` of `data`, throttled by the remote's limiter
+    /// and counted.
+    pub(crate) fn body(
+        &self,
+        task: &ReplicationTask,
+        remote: &Remote,
+        data: &ObjectData,
+        grant: &ReadGrant,
+        start: u64,
+        end: u64,
+    ) -> ByteStream {
+        let raw = read_data_range(self.blocks.clone(), data, grant, start, end);
+        let counter = metrics::get()
+            .sent_bytes
+            .with_label_values(&[&destination_label(task), task.lane.as_str()]);
+        let counted: ByteStream = Box::pin(raw.inspect(move |chunk| {
+            if let Ok(c) = chunk {
+                counter.inc_by(c.len() as u64);
+            }
+        }));
+        throttle(counted, remote.limiter.clone(), task.lane)
+    }
+}
+
+/// `remote/bucket`, as `RuleStats::destination` labels it.
+pub(crate) fn destination_label(task: &ReplicationTask) -> String {
+    format!("{}/{}", task.remote, task.destination_bucket)
+}
+
+/// `REPLICA_HEADER: <region>;<original last-modified ms>`.
+pub(crate) fn replica_header(region: &str, mtime_ms: i64) -> (String, String) {
+    (REPLICA_HEADER.to_string(), format!("{region};{mtime_ms}"))
+}
+
+/// The headers that carry an object's fidelity to the destination: content
+/// headers, user metadata, the original last-modified (as user metadata, for
+/// destinations that are not Godwit) and the replica marker.
+pub(crate) fn object_headers(
+    region: &str,
+    mtime_ms: i64,
+    content: &ContentHeaders,
+    user_meta: &std::collections::BTreeMap<String, String>,
+) -> Headers {
+    let mut h: Headers = Vec::new();
+    for (name, value) in [
+        ("content-type", &content.content_type),
+        ("content-encoding", &content.content_encoding),
+        ("content-disposition", &content.content_disposition),
+        ("content-language", &content.content_language),
+        ("cache-control", &content.cache_control),
+        ("expires", &content.expires),
+    ] {
+        if let Some(v) = value {
+            h.push((name.to_string(), header_safe(v)));
+        }
+    }
+    for (k, v) in user_meta {
+        if k != ORIGINAL_MTIME_META {
+            h.push((
+                format!("x-amz-meta-{}", k.to_ascii_lowercase()),
+                header_safe(v),
+            ));
+        }
+    }
+    h.push((
+        format!("x-amz-meta-{ORIGINAL_MTIME_META}"),
+        rfc3339(mtime_ms),
+    ));
+    h.push(replica_header(region, mtime_ms));
+    h
+}
+
+/// A value that HTTP and SigV4 accept: visible ASCII as is, anything else
+/// as an RFC 2047 encoded word, the form S3 itself uses for non-ASCII
+/// metadata (<https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingMetadata.html>).
+fn header_safe(v: &str) -> String {
+    if v.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) {
+        return v.to_string();
+    }
+    use base64::Engine;
+    format!(
+        "=?UTF-8?B?{}?=",
+        base64::engine::general_purpose::STANDARD.encode(v.as_bytes())
+    )
+}
+
+fn rfc3339(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn fidelity_headers_carry_metadata_mtime_and_replica_marker() {
+        let content = ContentHeaders {
+            content_type: Some("text/csv".into()),
+            cache_control: Some("no-cache".into()),
+            ..Default::default()
+        };
+        let meta = BTreeMap::from([
+            ("colour".to_string(), "blue".to_string()),
+            ("city".to_string(), "Zürich".to_string()),
+        ]);
+        let h = object_headers("eu-west", 1_700_000_000_123, &content, &meta);
+        let get = |n: &str| h.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+        assert_eq!(get("content-type"), Some("text/csv"));
+        assert_eq!(get("cache-control"), Some("no-cache"));
+        assert_eq!(get("content-encoding"), None);
+        assert_eq!(get("x-amz-meta-colour"), Some("blue"));
+        assert_eq!(get("x-amz-meta-city"), Some("=?UTF-8?B?WsO8cmljaA==?="));
+        assert_eq!(
+            get("x-amz-meta-godwit-original-last-modified"),
+            Some("2023-11-14T22:13:20.123Z")
+        );
+        assert_eq!(get(REPLICA_HEADER), Some("eu-west;1700000000123"));
+    }
+
+    #[test]
+    fn meta_errors_map_to_the_right_outcome_class() {
+        assert!(matches!(
+            TaskError::from(MetaError::NoSuchVersion),
+            TaskError::SourceGone
+        ));
+        assert!(matches!(
+            TaskError::from(MetaError::NoSuchUpload),
+            TaskError::SourceGone
+        ));
+        assert!(matches!(
+            TaskError::from(MetaError::Unavailable("x".into())),
+            TaskError::Retryable(_)
+        ));
+        assert!(matches!(
+            TaskError::from(MetaError::InvalidArgument("x".into())),
+            TaskError::Permanent(_)
+        ));
+    }
+}

@@ -1,0 +1,252 @@
+//! Two regions in one process, replicating to each other through the real
+//! S3 API: rules set with PutBucketReplication, remotes registered through
+//! the admin API, objects checked at the destination with a plain client.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use godwit::config::{ReplicationArgs, ServerArgs, ServerConfig, StorageArgs};
+use godwit::roles::{start_server, ServerHandle};
+use support::*;
+
+const ROOT_ID: &str = "REPLTESTROOTKEY00001";
+const ROOT_SECRET: &str = "repl-test-secret-0123456789abcdefghijklm";
+
+struct Region {
+    h: ServerHandle,
+    name: &'static str,
+    _dir: tempfile::TempDir,
+}
+
+impl Region {
+    fn s3(&self) -> S3 {
+        S3::new(&format!("http://{}", self.h.s3_addr), ROOT_ID, ROOT_SECRET).in_region(self.name)
+    }
+
+    fn admin(&self) -> S3 {
+        S3::new(&format!("http://{}", self.h.admin_addr), ROOT_ID, ROOT_SECRET)
+    }
+}
+
+async fn region(name: &'static str) -> Region {
+    std::env::set_var("GODWIT_ACCESS_KEY_ID", ROOT_ID);
+    std::env::set_var("GODWIT_SECRET_ACCESS_KEY", ROOT_SECRET);
+    let dir = tempfile::tempdir().unwrap();
+    let args = ServerArgs {
+        config: None,
+        data_dir: Some(dir.path().to_path_buf()),
+        s3_listen: Some("127.0.0.1:0".into()),
+        admin_listen: Some("127.0.0.1:0".into()),
+        region: Some(name.into()),
+        storage: StorageArgs {
+            inline_threshold: None,
+            block_size: Some(1 << 20),
+            min_part_size: None,
+            gc_grace_secs: None,
+            gc_interval_secs: None,
+            io_backend: None,
+        },
+        replication: ReplicationArgs {
+            replication_backoff_max_ms: Some(1000),
+            ..Default::default()
+        },
+    };
+    let h = start_server(ServerConfig::resolve(args).unwrap()).await.unwrap();
+    Region { h, name, _dir: dir }
+}
+
+/// Registers `to` as a remote of `from` under `remote_name`.
+async fn add_remote(from: &Region, remote_name: &str, to: &Region) {
+    let body = serde_json::json!({
+        "name": remote_name,
+        "endpoint": format!("http://{}", to.h.s3_addr),
+        "access_key": ROOT_ID,
+        "secret_key": ROOT_SECRET,
+        "region": to.name,
+        "bandwidth_limit": null,
+    });
+    let r = from.admin().send("POST", "/admin/v1/remotes", &[], serde_json::to_vec(&body).unwrap()).await;
+    assert_eq!(r.status(), 204, "{}", r.text().await.unwrap());
+}
+
+async fn versioned_bucket(r: &Region, bucket: &str) {
+    let s3 = r.s3();
+    let cfg = format!(
+        "<CreateBucketConfiguration><LocationConstraint>{}</LocationConstraint></CreateBucketConfiguration>",
+        r.name
+    );
+    let body = if r.name == "us-east-1" { vec![] } else { cfg.into_bytes() };
+    let resp = s3.send("PUT", &format!("/{bucket}"), &[], body).await;
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    let v = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>".to_vec();
+    assert_eq!(s3.send("PUT", &format!("/{bucket}?versioning"), &[], v).await.status(), 200);
+}
+
+fn content_md5(body: &[u8]) -> String {
+    use md5::Digest;
+    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body))
+}
+
+async fn put_replication(r: &Region, bucket: &str, xml: &str) -> reqwest::Response {
+    let md5 = content_md5(xml.as_bytes());
+    r.s3().send("PUT", &format!("/{bucket}?replication"), &[("content-md5", &md5)], xml.as_bytes().to_vec()).await
+}
+
+fn rule(id: &str, priority: u32, prefix: &str, dest: &str, rtc: bool) -> String {
+    let rtc = if rtc {
+        "<ReplicationTime><Status>Enabled</Status><Time><Minutes>15</Minutes></Time></ReplicationTime>\
+         <Metrics><Status>Enabled</Status><EventThreshold><Minutes>15</Minutes></EventThreshold></Metrics>"
+    } else {
+        ""
+    };
+    format!(
+        "<Rule><ID>{id}</ID><Priority>{priority}</Priority><Filter><Prefix>{prefix}</Prefix></Filter>\
+         <Status>Enabled</Status><DeleteMarkerReplication><Status>Enabled</Status></DeleteMarkerReplication>\
+         <Destination><Bucket>arn:aws:s3:::{dest}</Bucket>{rtc}</Destination></Rule>"
+    )
+}
+
+fn config(rules: &[String]) -> String {
+    format!(
+        "<ReplicationConfiguration><Role>arn:aws:iam::000000000000:role/godwit</Role>{}</ReplicationConfiguration>",
+        rules.join("")
+    )
+}
+
+/// Polls until `f` returns Some, or panics after `limit`.
+async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn header(r: &reqwest::Response, name: &str) -> String {
+    r.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_and_delete_markers_replicate_as_the_rule_says() {
+    let (a, b) = (region("us-east-1").await, region("eu-west-1").await);
+    versioned_bucket(&b, "dst").await;
+    add_remote(&a, "eu", &b).await;
+    versioned_bucket(&a, "src").await;
+    let r = put_replication(&a, "src", &config(&[rule("docs", 1, "docs/", "dst", false)])).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+
+    let (sa, sb) = (a.s3(), b.s3());
+    let small = pattern(1000, 1);
+    let big = pattern((3 << 20) + 5, 2);
+    let put = sa
+        .send("PUT", "/src/docs/small.txt", &[("content-type", "text/plain"), ("x-amz-meta-color", "blue")], small.clone())
+        .await;
+    assert_eq!(put.status(), 200);
+    assert_eq!(sa.put("/src/docs/big.bin", big.clone()).await.status(), 200);
+    assert_eq!(sa.put("/src/other/skip.txt", b"not replicated".to_vec()).await.status(), 200);
+
+    for (key, data) in [("docs/small.txt", &small), ("docs/big.bin", &big)] {
+        let got = eventually(key, Duration::from_secs(30), || async {
+            let r = sb.get(&format!("/dst/{key}")).await;
+            (r.status() == 200).then_some(r)
+        })
+        .await;
+        assert_eq!(header(&got, "x-amz-replication-status"), "REPLICA");
+        assert_eq!(header(&got, "etag"), format!("\"{}\"", md5_hex(data)));
+        if key == "docs/small.txt" {
+            assert_eq!(header(&got, "content-type"), "text/plain");
+            assert_eq!(header(&got, "x-amz-meta-color"), "blue");
+        }
+        assert_eq!(got.bytes().await.unwrap().as_ref(), data.as_slice());
+        // The source shows COMPLETED once the destination acknowledged.
+        eventually("COMPLETED at the source", Duration::from_secs(30), || async {
+            let r = sa.send("HEAD", &format!("/src/{key}"), &[], vec![]).await;
+            (header(&r, "x-amz-replication-status") == "COMPLETED").then_some(())
+        })
+        .await;
+    }
+    // Outside the rule's prefix: never replicated, and no status.
+    let skip = sa.send("HEAD", "/src/other/skip.txt", &[], vec![]).await;
+    assert_eq!(header(&skip, "x-amz-replication-status"), "");
+    assert_eq!(sb.send("HEAD", "/dst/other/skip.txt", &[], vec![]).await.status(), 404);
+
+    // A delete marker replicates (DeleteMarkerReplication Enabled).
+    assert_eq!(sa.send("DELETE", "/src/docs/small.txt", &[], vec![]).await.status(), 204);
+    eventually("delete marker at the destination", Duration::from_secs(30), || async {
+        (sb.send("HEAD", "/dst/docs/small.txt", &[], vec![]).await.status() == 404).then_some(())
+    })
+    .await;
+
+    let stats = a.admin().get("/admin/v1/replication/status?bucket=src").await.text().await.unwrap();
+    assert!(stats.contains("\"rule_id\":\"docs\""), "{stats}");
+    let metrics = reqwest::get(format!("http://{}/metrics", a.h.admin_addr)).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("godwit_replication_latency_seconds_bucket"), "{metrics}");
+    for r in [a, b] {
+        r.h.shutdown.cancel();
+        r.h.stopped.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_way_rules_do_not_loop() {
+    let (a, b) = (region("us-east-1").await, region("eu-west-1").await);
+    versioned_bucket(&a, "left").await;
+    versioned_bucket(&b, "right").await;
+    add_remote(&a, "eu", &b).await;
+    add_remote(&b, "us", &a).await;
+    assert_eq!(put_replication(&a, "left", &config(&[rule("to-right", 1, "", "right", false)])).await.status(), 200);
+    assert_eq!(put_replication(&b, "right", &config(&[rule("to-left", 1, "", "left", false)])).await.status(), 200);
+
+    let (sa, sb) = (a.s3(), b.s3());
+    assert_eq!(sa.put("/left/from-a", b"a".to_vec()).await.status(), 200);
+    assert_eq!(sb.put("/right/from-b", b"b".to_vec()).await.status(), 200);
+    for (s3, path) in [(&sb, "/right/from-a"), (&sa, "/left/from-b")] {
+        eventually(path, Duration::from_secs(30), || async { (s3.get(path).await.status() == 200).then_some(()) }).await;
+    }
+    // Give a loop the time to show: each side must still hold exactly one
+    // version of each key.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for (s3, bucket) in [(&sa, "left"), (&sb, "right")] {
+        let versions = s3.get(&format!("/{bucket}?versions")).await.text().await.unwrap();
+        assert_eq!(versions.matches("<Version>").count(), 2, "{versions}");
+    }
+    for r in [a, b] {
+        r.h.shutdown.cancel();
+        r.h.stopped.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replication_api_errors_are_exact() {
+    let (a, b) = (region("us-east-1").await, region("eu-west-1").await);
+    versioned_bucket(&b, "dst").await;
+    add_remote(&a, "eu", &b).await;
+    let sa = a.s3();
+    assert_eq!(sa.put("/plain", vec![]).await.status(), 200);
+    let r = put_replication(&a, "plain", &config(&[rule("r", 1, "", "dst", false)])).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(error_code(&r.text().await.unwrap()), "InvalidRequest", "versioning off");
+
+    versioned_bucket(&a, "src").await;
+    let r = sa.get("/src?replication").await;
+    assert_eq!(r.status(), 404);
+    assert_eq!(error_code(&r.text().await.unwrap()), "ReplicationConfigurationNotFoundError");
+    let r = put_replication(&a, "src", "<ReplicationConfiguration><Rule>").await;
+    assert_eq!(error_code(&r.text().await.unwrap()), "MalformedXML");
+    let r = put_replication(&a, "src", &config(&[rule("r", 1, "", "no-such-bucket", false)])).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(error_code(&r.text().await.unwrap()), "InvalidRequest", "unknown destination bucket");
+    for r in [a, b] {
+        r.h.shutdown.cancel();
+        r.h.stopped.await.unwrap().unwrap();
+    }
+}
