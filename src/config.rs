@@ -125,12 +125,20 @@ impl ReplicationArgs {
         let d = godwit_replication::ReplicatorConfig::default();
         godwit_replication::ReplicatorConfig {
             region: region.to_string(),
-            rtc_concurrency: self.replication_rtc_concurrency.unwrap_or(d.rtc_concurrency),
-            standard_concurrency: self.replication_standard_concurrency.unwrap_or(d.standard_concurrency),
-            backfill_concurrency: self.replication_backfill_concurrency.unwrap_or(d.backfill_concurrency),
+            rtc_concurrency: self
+                .replication_rtc_concurrency
+                .unwrap_or(d.rtc_concurrency),
+            standard_concurrency: self
+                .replication_standard_concurrency
+                .unwrap_or(d.standard_concurrency),
+            backfill_concurrency: self
+                .replication_backfill_concurrency
+                .unwrap_or(d.backfill_concurrency),
             max_attempts: self.replication_max_attempts.unwrap_or(d.max_attempts),
             backoff_max_ms: self.replication_backoff_max_ms.unwrap_or(d.backoff_max_ms),
-            optimistic_threshold: self.replication_optimistic_threshold.unwrap_or(d.optimistic_threshold),
+            optimistic_threshold: self
+                .replication_optimistic_threshold
+                .unwrap_or(d.optimistic_threshold),
             ..d
         }
     }
@@ -467,11 +475,23 @@ pub struct ReplicatorRoleConfig {
 impl ReplicatorRoleConfig {
     pub fn resolve(a: ReplicatorArgs) -> anyhow::Result<Self> {
         let mut f = load_file(a.config.as_deref())?;
-        let region = a.region.or(f.region.take()).unwrap_or_else(|| DEFAULT_REGION.into());
+        let region = a
+            .region
+            .or(f.region.take())
+            .unwrap_or_else(|| DEFAULT_REGION.into());
         Ok(ReplicatorRoleConfig {
-            admin_listen: a.admin_listen.or(f.admin_listen.take()).unwrap_or_else(|| "127.0.0.1:9005".into()),
-            meta_endpoints: a.meta_endpoints.or(f.meta_endpoints.take()).context("--meta-endpoints is required")?,
-            cluster_secret: required(a.cluster_secret.or(f.cluster_secret.take()), "--cluster-secret")?,
+            admin_listen: a
+                .admin_listen
+                .or(f.admin_listen.take())
+                .unwrap_or_else(|| "127.0.0.1:9005".into()),
+            meta_endpoints: a
+                .meta_endpoints
+                .or(f.meta_endpoints.take())
+                .context("--meta-endpoints is required")?,
+            cluster_secret: required(
+                a.cluster_secret.or(f.cluster_secret.take()),
+                "--cluster-secret",
+            )?,
             replication: a.replication.resolve(&region),
         })
     }

@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admin::server::AdminState;
 use crate::config::{
-    DatanodeRoleConfig, GatewayRoleConfig, IoBackend, MetaRoleConfig, ReplicatorRoleConfig, ServerConfig,
-    Storage,
+    DatanodeRoleConfig, GatewayRoleConfig, IoBackend, MetaRoleConfig, ReplicatorRoleConfig,
+    ServerConfig, Storage,
 };
 use crate::credentials::{self, RootCredentials};
 use crate::listen;
@@ -131,6 +131,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         bootstrap: true,
     })
     .await?;
+    meta.set_replication_max_attempts(cfg.replication.max_attempts);
     let meta_api: Arc<dyn MetaApi> = meta.clone();
     let datanode = Datanode::open(DatanodeConfig {
         node_id: LOCAL_DATANODE_ID,
@@ -157,8 +158,13 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
     let nodes: HashMap<u64, Arc<dyn BlockStore>> =
         HashMap::from([(LOCAL_DATANODE_ID, datanode.clone() as Arc<dyn BlockStore>)]);
     let router: Arc<dyn godwit_common::BlockRouter> = Arc::new(LocalRouter::new(nodes));
-    let gateway = Gateway::new(gateway_config(&cfg.region, &cfg.storage), meta_api.clone(), router.clone());
-    let replicator = Replicator::new(cfg.replication.clone(), meta_api.clone(), router).spawn(shutdown.clone());
+    let gateway = Gateway::new(
+        gateway_config(&cfg.region, &cfg.storage),
+        meta_api.clone(),
+        router.clone(),
+    );
+    let replicator =
+        Replicator::new(cfg.replication.clone(), meta_api.clone(), router).spawn(shutdown.clone());
     admin.set_meta(meta_api.clone());
     tracing::info!(addr = %s3_listener.local_addr()?, region = %cfg.region, data_dir = %cfg.data_dir.display(), "S3 listener");
     tasks.push(tokio::spawn(listen::serve(
@@ -205,6 +211,9 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
         bootstrap: cfg.bootstrap,
     })
     .await?;
+    // Replicator roles decide when a task has failed for good
+    // (`--replication-max-attempts`); meta adds no lower limit of its own.
+    meta.set_replication_max_attempts(u32::MAX);
     tasks.push(tokio::spawn(listen::serve(
         internal,
         godwit_meta::router(meta.clone()),
@@ -325,7 +334,8 @@ pub async fn run_replicator(cfg: ReplicatorRoleConfig) -> anyhow::Result<()> {
     listen::cancel_on_signal(shutdown.clone());
     let mut tasks = Vec::new();
     let secret = ClusterSecret::new(&cfg.cluster_secret);
-    let meta: Arc<dyn MetaApi> = Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
+    let meta: Arc<dyn MetaApi> =
+        Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
     let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
     let router = NetworkRouter::new(secret);
     until_ok("waiting for a registered datanode", || async {

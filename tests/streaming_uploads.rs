@@ -53,7 +53,7 @@ impl Server {
                 gc_interval_secs: None,
                 io_backend: None,
             },
-        replication: Default::default(),
+            replication: Default::default(),
         };
         let h = start_server(ServerConfig::resolve(args).unwrap())
             .await

@@ -122,7 +122,11 @@ pub trait MetaApi: Send + Sync + 'static {
     /// Stores a bucket's replication configuration. `InvalidRequest` unless
     /// the bucket's versioning is Enabled (S3's rule; the OSS dialect may
     /// relax it later).
-    async fn put_bucket_replication(&self, _bucket: &str, _cfg: ReplicationConfig) -> MetaResult<()> {
+    async fn put_bucket_replication(
+        &self,
+        _bucket: &str,
+        _cfg: ReplicationConfig,
+    ) -> MetaResult<()> {
         Err(unsupported())
     }
     /// `ReplicationConfigurationNotFound` when none is set.
@@ -162,7 +166,12 @@ pub trait MetaApi: Send + Sync + 'static {
     /// Leases up to `max` due tasks of `lane` (oldest due first) for
     /// `lease_ms`: they are not handed out again until the lease expires
     /// (so a crashed worker's tasks come back) or they are acknowledged.
-    async fn lease_tasks(&self, _lane: Lane, _max: usize, _lease_ms: u64) -> MetaResult<Vec<ReplicationTask>> {
+    async fn lease_tasks(
+        &self,
+        _lane: Lane,
+        _max: usize,
+        _lease_ms: u64,
+    ) -> MetaResult<Vec<ReplicationTask>> {
         Err(unsupported())
     }
     /// Records outcomes: `Done` removes the task and, when it was the
@@ -182,7 +191,12 @@ pub trait MetaApi: Send + Sync + 'static {
     }
 
     /// Multipart part streaming: the source upload as the worker needs it.
-    async fn replication_upload(&self, _bucket: &str, _key: &str, _upload_id: &str) -> MetaResult<ReplUpload> {
+    async fn replication_upload(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _upload_id: &str,
+    ) -> MetaResult<ReplUpload> {
         Err(unsupported())
     }
     /// Records the destination's upload id for a streamed upload if none is

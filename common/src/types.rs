@@ -237,6 +237,10 @@ pub struct NewUpload {
     pub checksum_algorithm: Option<String>,
     pub tags: BTreeMap<String, String>,
     pub owner: String,
+    /// Set when a replication worker opened the upload: its parts and the
+    /// completed object are replicas, never replicated again.
+    #[serde(default)]
+    pub replica_of: Option<crate::replication::ReplicaOrigin>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -252,6 +256,9 @@ pub struct UploadInfo {
     pub tags: BTreeMap<String, String>,
     #[serde(default)]
     pub owner: String,
+    /// See `NewUpload::replica_of`.
+    #[serde(default)]
+    pub replica_of: Option<crate::replication::ReplicaOrigin>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -302,6 +309,10 @@ pub struct CompleteUpload {
     pub parts: Vec<(u32, String)>,
     /// Composite checksums computed by the gateway from the parts, if any.
     pub checksums: Checksums,
+    /// Set when a replication worker completes the upload (its original
+    /// last-modified is the completion time at the source).
+    #[serde(default)]
+    pub replica_of: Option<crate::replication::ReplicaOrigin>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]

@@ -76,6 +76,9 @@ pub enum S3Error {
     MethodNotAllowed,
     #[error("The specified location-constraint is not valid")]
     InvalidLocationConstraint,
+    /// A tag set over S3's limits (count, key or value length, duplicates).
+    #[error("{0}")]
+    InvalidTag(String),
     #[error("A header you provided implies functionality that is not implemented")]
     NotImplemented,
 
@@ -136,6 +139,7 @@ impl S3Error {
             NotModified => "NotModified",
             MethodNotAllowed => "MethodNotAllowed",
             InvalidLocationConstraint => "InvalidLocationConstraint",
+            InvalidTag(_) => "InvalidTag",
             NotImplemented => "NotImplemented",
             NoSuchBucket => "NoSuchBucket",
             NoSuchKey => "NoSuchKey",
@@ -172,6 +176,7 @@ impl S3Error {
             | EntityTooLarge
             | EntityTooSmall
             | InvalidLocationConstraint
+            | InvalidTag(_)
             | InvalidPart(_)
             | InvalidPartOrder => StatusCode::BAD_REQUEST,
             MissingContentLength => StatusCode::LENGTH_REQUIRED,
@@ -180,9 +185,11 @@ impl S3Error {
             NotModified => StatusCode::NOT_MODIFIED,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NotImplemented => StatusCode::NOT_IMPLEMENTED,
-            NoSuchBucket | NoSuchKey | NoSuchVersion | NoSuchUpload | ReplicationConfigurationNotFoundError => {
-                StatusCode::NOT_FOUND
-            }
+            NoSuchBucket
+            | NoSuchKey
+            | NoSuchVersion
+            | NoSuchUpload
+            | ReplicationConfigurationNotFoundError => StatusCode::NOT_FOUND,
             BucketAlreadyOwnedByYou | BucketNotEmpty => StatusCode::CONFLICT,
             InternalError(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -205,7 +212,9 @@ impl From<MetaError> for S3Error {
             MetaError::NoSuchAccessKey => S3Error::InvalidAccessKeyId,
             MetaError::InvalidArgument(m) => S3Error::InvalidArgument(m),
             MetaError::InvalidRequest(m) => S3Error::InvalidRequest(m),
-            MetaError::ReplicationConfigurationNotFound => S3Error::ReplicationConfigurationNotFoundError,
+            MetaError::ReplicationConfigurationNotFound => {
+                S3Error::ReplicationConfigurationNotFoundError
+            }
             MetaError::NoSuchRemote(m) => S3Error::InvalidRequest(format!("no such remote: {m}")),
             MetaError::NotLeader { .. } | MetaError::Unavailable(_) => {
                 S3Error::ServiceUnavailable(e.to_string())

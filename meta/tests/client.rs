@@ -80,6 +80,7 @@ async fn meta_client_speaks_meta_api_over_http() {
             upload_id: up.upload_id.clone(),
             parts: vec![(1, "00".into())],
             checksums: Checksums::default(),
+            replica_of: None,
         })
         .await
         .unwrap();

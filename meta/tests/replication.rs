@@ -784,6 +784,7 @@ async fn multipart_parts_stream_and_the_upload_is_kept_until_completion_replicat
             upload_id: uid.clone(),
             parts: vec![(1, "aa".into()), (2, "bb".into())],
             checksums: Checksums::default(),
+            replica_of: None,
         })
         .await
         .unwrap();
@@ -905,6 +906,7 @@ async fn multipart_parts_stream_and_the_upload_is_kept_until_completion_replicat
         upload_id: other.upload_id.clone(),
         parts: vec![(1, "aa".into())],
         checksums: Checksums::default(),
+        replica_of: None,
     })
     .await
     .unwrap();

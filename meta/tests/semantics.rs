@@ -376,6 +376,7 @@ async fn complete_upload_validates_parts_and_moves_references() {
         upload_id: id.clone(),
         parts: parts.into_iter().map(|(n, e)| (n, e.to_string())).collect(),
         checksums: Checksums::default(),
+        replica_of: None,
     };
     assert!(matches!(
         m.complete_upload(complete(vec![])).await.unwrap_err(),

@@ -75,7 +75,9 @@ pub enum RemoteCommand {
         bandwidth_limit: Option<u64>,
     },
     List,
-    Remove { name: String },
+    Remove {
+        name: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -106,7 +108,11 @@ struct AdminClient {
 }
 
 impl AdminClient {
-    async fn send(&self, method: http::Method, path_and_query: &str) -> anyhow::Result<reqwest::Response> {
+    async fn send(
+        &self,
+        method: http::Method,
+        path_and_query: &str,
+    ) -> anyhow::Result<reqwest::Response> {
         self.send_body(method, path_and_query, Vec::new()).await
     }
 
@@ -127,8 +133,20 @@ impl AdminClient {
             "godwit-admin",
         );
         let hash = hex::encode(sha2::Sha256::digest(&body));
-        let headers = sign_headers(method.as_str(), &url, &hash, &creds, "us-east-1", SystemTime::now())?;
-        let req = self.http.request(method, &url).headers(headers).body(body).build()?;
+        let headers = sign_headers(
+            method.as_str(),
+            &url,
+            &hash,
+            &creds,
+            "us-east-1",
+            SystemTime::now(),
+        )?;
+        let req = self
+            .http
+            .request(method, &url)
+            .headers(headers)
+            .body(body)
+            .build()?;
         let resp = self.http.execute(req).await?;
         if !resp.status().is_success() {
             let status = resp.status();
@@ -268,41 +286,84 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                 region: region.clone(),
                 bandwidth_limit: *bandwidth_limit,
             };
-            client.send_body(http::Method::POST, "/admin/v1/remotes", serde_json::to_vec(&remote)?).await?;
+            client
+                .send_body(
+                    http::Method::POST,
+                    "/admin/v1/remotes",
+                    serde_json::to_vec(&remote)?,
+                )
+                .await?;
             if !a.json {
                 println!("remote {name} -> {endpoint} registered");
             }
         }
         AdminCommand::Remote(RemoteCommand::List) => {
-            let remotes: Vec<RemoteSummary> = client.send(http::Method::GET, "/admin/v1/remotes").await?.json().await?;
+            let remotes: Vec<RemoteSummary> = client
+                .send(http::Method::GET, "/admin/v1/remotes")
+                .await?
+                .json()
+                .await?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&remotes)?);
             } else {
                 let mut t = Table::new();
-                t.set_header(vec!["name", "endpoint", "access key", "region", "bandwidth limit (B/s)"]);
+                t.set_header(vec![
+                    "name",
+                    "endpoint",
+                    "access key",
+                    "region",
+                    "bandwidth limit (B/s)",
+                ]);
                 for r in remotes {
-                    let limit = r.bandwidth_limit.map(|b| b.to_string()).unwrap_or_else(|| "-".into());
+                    let limit = r
+                        .bandwidth_limit
+                        .map(|b| b.to_string())
+                        .unwrap_or_else(|| "-".into());
                     t.add_row(vec![r.name, r.endpoint, r.access_key, r.region, limit]);
                 }
                 println!("{t}");
             }
         }
         AdminCommand::Remote(RemoteCommand::Remove { name }) => {
-            client.send(http::Method::DELETE, &format!("/admin/v1/remotes/{}", percent_encode(name))).await?;
+            client
+                .send(
+                    http::Method::DELETE,
+                    &format!("/admin/v1/remotes/{}", percent_encode(name)),
+                )
+                .await?;
             if !a.json {
                 println!("remote {name} removed");
             }
         }
         AdminCommand::Replication(ReplicationCommand::Status { bucket }) => {
-            let q = bucket.as_ref().map(|b| format!("?bucket={}", percent_encode(b))).unwrap_or_default();
-            let stats: Vec<RuleStats> = client.send(http::Method::GET, &format!("/admin/v1/replication/status{q}")).await?.json().await?;
+            let q = bucket
+                .as_ref()
+                .map(|b| format!("?bucket={}", percent_encode(b)))
+                .unwrap_or_default();
+            let stats: Vec<RuleStats> = client
+                .send(
+                    http::Method::GET,
+                    &format!("/admin/v1/replication/status{q}"),
+                )
+                .await?
+                .json()
+                .await?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&stats)?);
             } else {
                 let mut t = Table::new();
                 t.set_header(vec![
-                    "bucket", "rule", "destination", "lane", "pending ops", "pending bytes", "oldest pending (s)",
-                    "completed", "failed", "RTC missed", "backfill",
+                    "bucket",
+                    "rule",
+                    "destination",
+                    "lane",
+                    "pending ops",
+                    "pending bytes",
+                    "oldest pending (s)",
+                    "completed",
+                    "failed",
+                    "RTC missed",
+                    "backfill",
                 ]);
                 for r in stats {
                     t.add_row(vec![
@@ -316,14 +377,19 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                         r.completed_operations_total.to_string(),
                         r.failed_operations_total.to_string(),
                         r.rtc_threshold_missed_total.to_string(),
-                        r.backfill_progress_ratio.map(|p| format!("{:.0}%", p * 100.0)).unwrap_or_else(|| "-".into()),
+                        r.backfill_progress_ratio
+                            .map(|p| format!("{:.0}%", p * 100.0))
+                            .unwrap_or_else(|| "-".into()),
                     ]);
                 }
                 println!("{t}");
             }
         }
         AdminCommand::Replication(ReplicationCommand::RetryFailed { bucket }) => {
-            let q = format!("/admin/v1/replication/retry-failed?bucket={}", percent_encode(bucket));
+            let q = format!(
+                "/admin/v1/replication/retry-failed?bucket={}",
+                percent_encode(bucket)
+            );
             let out: RetryOutcome = client.send(http::Method::POST, &q).await?.json().await?;
             if a.json {
                 println!("{}", serde_json::to_string(&out)?);

@@ -14,11 +14,11 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use godwit_common::replication::{RemoteInfo, RuleStats};
 use godwit_common::types::AccessKey;
-use sha2::Digest;
 use godwit_common::{MetaApi, MetaError};
 use godwit_gateway::auth::{self, SecretLookup};
 use godwit_gateway::error::S3Error;
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 
 pub struct AdminState {
     pub ready: AtomicBool,
@@ -88,8 +88,12 @@ impl IntoResponse for AdminError {
             AdminError::Meta(MetaError::NoSuchAccessKey) => {
                 (StatusCode::NOT_FOUND, "no such access key".into())
             }
-            AdminError::Meta(e @ MetaError::NoSuchRemote(_)) => (StatusCode::NOT_FOUND, e.to_string()),
-            AdminError::Meta(e @ MetaError::InvalidRequest(_)) => (StatusCode::CONFLICT, e.to_string()),
+            AdminError::Meta(e @ MetaError::NoSuchRemote(_)) => {
+                (StatusCode::NOT_FOUND, e.to_string())
+            }
+            AdminError::Meta(e @ MetaError::InvalidRequest(_)) => {
+                (StatusCode::CONFLICT, e.to_string())
+            }
             AdminError::Meta(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         };
         (status, Json(serde_json::json!({ "error": msg }))).into_response()
@@ -248,12 +252,19 @@ impl From<RemoteInfo> for RemoteSummary {
 
 /// Verifies the signature over the JSON body too (its SHA-256 is signed),
 /// then parses it.
-async fn signed_json<T: serde::de::DeserializeOwned>(state: &AdminState, req: Request) -> Result<T, AdminError> {
+async fn signed_json<T: serde::de::DeserializeOwned>(
+    state: &AdminState,
+    req: Request,
+) -> Result<T, AdminError> {
     let (parts, body) = req.into_parts();
     let bytes = axum::body::to_bytes(body, 1 << 20)
         .await
         .map_err(|_| AdminError::Auth(S3Error::IncompleteBody))?;
-    let want = parts.headers.get("x-amz-content-sha256").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let want = parts
+        .headers
+        .get("x-amz-content-sha256")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     if want != hex::encode(sha2::Sha256::digest(&bytes)) {
         return Err(AdminError::Auth(S3Error::XAmzContentSHA256Mismatch));
     }
@@ -261,16 +272,24 @@ async fn signed_json<T: serde::de::DeserializeOwned>(state: &AdminState, req: Re
     serde_json::from_slice(&bytes).map_err(|e| AdminError::BadRequest(e.to_string()))
 }
 
-async fn add_remote(State(s): State<Arc<AdminState>>, req: Request) -> Result<StatusCode, AdminError> {
+async fn add_remote(
+    State(s): State<Arc<AdminState>>,
+    req: Request,
+) -> Result<StatusCode, AdminError> {
     let remote: RemoteInfo = signed_json(&s, req).await?;
     if remote.name.is_empty() || !remote.endpoint.starts_with("http") {
-        return Err(AdminError::BadRequest("a remote needs a name and an http(s) endpoint".into()));
+        return Err(AdminError::BadRequest(
+            "a remote needs a name and an http(s) endpoint".into(),
+        ));
     }
     s.meta()?.put_remote(remote).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn list_remotes(State(s): State<Arc<AdminState>>, req: Request) -> Result<Json<Vec<RemoteSummary>>, AdminError> {
+async fn list_remotes(
+    State(s): State<Arc<AdminState>>,
+    req: Request,
+) -> Result<Json<Vec<RemoteSummary>>, AdminError> {
     require_root(&s, req).await?;
     let remotes = s.meta()?.list_remotes().await?;
     Ok(Json(remotes.into_iter().map(RemoteSummary::from).collect()))
@@ -297,7 +316,9 @@ async fn replication_status(
     req: Request,
 ) -> Result<Json<Vec<RuleStats>>, AdminError> {
     require_root(&s, req).await?;
-    Ok(Json(s.meta()?.replication_stats(q.bucket.as_deref()).await?))
+    Ok(Json(
+        s.meta()?.replication_stats(q.bucket.as_deref()).await?,
+    ))
 }
 
 #[derive(Serialize, Deserialize)]
@@ -311,8 +332,12 @@ async fn retry_failed(
     req: Request,
 ) -> Result<Json<RetryOutcome>, AdminError> {
     require_root(&s, req).await?;
-    let bucket = q.bucket.ok_or_else(|| AdminError::BadRequest("bucket is required".into()))?;
-    Ok(Json(RetryOutcome { requeued: s.meta()?.retry_failed(&bucket).await? }))
+    let bucket = q
+        .bucket
+        .ok_or_else(|| AdminError::BadRequest("bucket is required".into()))?;
+    Ok(Json(RetryOutcome {
+        requeued: s.meta()?.retry_failed(&bucket).await?,
+    }))
 }
 
 pub fn router(state: Arc<AdminState>) -> Router {

@@ -13,6 +13,7 @@ use super::multipart::commit_part;
 use super::object::check_write_conditions;
 use super::range::parse_copy_range;
 use super::router::Query;
+use super::tagging::copy_tags;
 use super::{
     check_key, set_header, shows_version_id, version_header, xml_response, ApiResult, Ctx,
 };
@@ -113,6 +114,8 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
         }
     };
     let write_conditions = WriteConditions::from_headers(ctx.headers())?;
+    // A bad directive or tag header fails before the source is read.
+    copy_tags(ctx, &Default::default())?;
     let (src, obj) = load_source(ctx).await?;
     if src.bucket == ctx.bucket() && src.key == ctx.key() && src.version_id.is_none() && !replace {
         return Err(S3Error::InvalidRequest(
@@ -134,6 +137,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
     } else {
         (v.headers.clone(), v.user_meta.clone())
     };
+    let tags = copy_tags(ctx, &v.tags)?;
     check_write_conditions(ctx, &write_conditions).await?;
     let version = ctx
         .gw
@@ -148,7 +152,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             checksums: v.checksums.clone(),
             data: v.data.clone(),
             parts: v.parts.clone(),
-            tags: v.tags.clone(),
+            tags,
             owner: ctx.owner().to_string(),
             replica_of: None,
         })

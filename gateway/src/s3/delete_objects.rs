@@ -5,7 +5,7 @@ use axum::body::Body;
 use futures::StreamExt;
 use http::StatusCode;
 
-use super::{read_small_body, xml_response, ApiResult, Ctx, MAX_XML_BODY};
+use super::{read_small_body, require_integrity, xml_response, ApiResult, Ctx, MAX_XML_BODY};
 use crate::error::S3Error;
 use crate::xml::render;
 use crate::xml::requests::{parse_delete, DeleteObjectId};
@@ -55,15 +55,7 @@ async fn delete_one(ctx: &Ctx, obj: DeleteObjectId) -> Outcome {
 
 pub async fn delete_objects(ctx: &Ctx, body: Body) -> ApiResult {
     let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
-    // S3 insists on an integrity check of this body (and `read_small_body`
-    // has verified whichever was sent).
-    let e = &body.expected;
-    if e.md5.is_none() && e.checksums.is_empty() && e.trailer.is_empty() {
-        return Err(S3Error::InvalidRequest(
-            "Missing required header for this request: Content-MD5".into(),
-        )
-        .into());
-    }
+    require_integrity(&body)?;
     let req = parse_delete(&body.bytes)?;
     // The bucket must exist even if every key is absent.
     ctx.gw.meta.get_bucket(ctx.bucket()).await?;

@@ -121,6 +121,12 @@ pub fn write_object_headers(
     for (k, val) in &v.user_meta {
         set_header(out, &format!("{USER_META_PREFIX}{k}"), val);
     }
+    if let Some(status) = v.replication_status {
+        set_header(out, "x-amz-replication-status", status.as_header());
+    }
+    if !v.tags.is_empty() {
+        set_header(out, "x-amz-tagging-count", &v.tags.len().to_string());
+    }
 }
 
 #[cfg(test)]
@@ -210,9 +216,51 @@ mod tests {
         assert_eq!(out["last-modified"], "Mon, 30 Nov 2026 04:00:00 GMT");
         assert_eq!(out["x-amz-meta-color"], "blue");
         assert!(out.get("x-amz-version-id").is_none());
+        // Neither replication status nor tags: no headers for them.
+        assert!(out.get("x-amz-replication-status").is_none());
+        assert!(out.get("x-amz-tagging-count").is_none());
         // A "null" version of a bucket that has had versioning says so.
         let mut out = HeaderMap::new();
         write_object_headers(&mut out, &v, &Query::parse(None), true);
         assert_eq!(out["x-amz-version-id"], "null");
+    }
+
+    #[test]
+    fn replication_status_and_tag_count_are_shown() {
+        use godwit_common::replication::ReplicationStatus;
+        let mut v = ObjectVersion {
+            bucket: "b".into(),
+            key: "k".into(),
+            version_id: "v1".into(),
+            is_delete_marker: false,
+            is_latest: true,
+            last_modified_ms: 0,
+            size: 0,
+            etag: "e".into(),
+            headers: ContentHeaders::default(),
+            user_meta: Default::default(),
+            checksums: Checksums::default(),
+            data: ObjectData::Inline(vec![]),
+            parts: vec![],
+            tags: [("a", "1"), ("b", "2")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            owner: String::new(),
+            replication_status: Some(ReplicationStatus::Pending),
+            replica_of: None,
+        };
+        for (status, shown) in [
+            (ReplicationStatus::Pending, "PENDING"),
+            (ReplicationStatus::Completed, "COMPLETED"),
+            (ReplicationStatus::Failed, "FAILED"),
+            (ReplicationStatus::Replica, "REPLICA"),
+        ] {
+            v.replication_status = Some(status);
+            let mut out = HeaderMap::new();
+            write_object_headers(&mut out, &v, &Query::parse(None), true);
+            assert_eq!(out["x-amz-replication-status"], shown);
+            assert_eq!(out["x-amz-tagging-count"], "2");
+        }
     }
 }

@@ -12,7 +12,9 @@ pub mod list;
 pub mod multipart;
 pub mod object;
 pub mod range;
+pub mod replication;
 pub mod router;
+pub mod tagging;
 
 use std::sync::Arc;
 
@@ -124,6 +126,12 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         }
         AbortMultipartUpload { upload_id } => multipart::abort_upload(&ctx, &upload_id).await,
         ListParts { upload_id } => multipart::list_parts(&ctx, &upload_id).await,
+        GetBucketReplication => replication::get_bucket_replication(&ctx).await,
+        PutBucketReplication => replication::put_bucket_replication(&ctx, body).await,
+        DeleteBucketReplication => replication::delete_bucket_replication(&ctx).await,
+        GetObjectTagging => tagging::get_object_tagging(&ctx).await,
+        PutObjectTagging => tagging::put_object_tagging(&ctx, body).await,
+        DeleteObjectTagging => tagging::delete_object_tagging(&ctx).await,
 
         // Named so that the surface is visible here; none is offered yet.
         PutBucketAcl
@@ -165,9 +173,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | PutBucketPolicy
         | DeleteBucketPolicy
         | GetBucketPolicyStatus
-        | GetBucketReplication
-        | PutBucketReplication
-        | DeleteBucketReplication
         | GetBucketRequestPayment
         | PutBucketRequestPayment
         | GetBucketTagging
@@ -188,9 +193,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | PutObjectLegalHold
         | GetObjectRetention
         | PutObjectRetention
-        | GetObjectTagging
-        | PutObjectTagging
-        | DeleteObjectTagging
         | GetObjectTorrent
         | RestoreObject
         | SelectObjectContent
@@ -274,6 +276,49 @@ pub async fn read_small_body(ctx: &Ctx, body: Body, limit: usize) -> Result<Smal
     })
 }
 
+/// S3 demands an integrity check of some bodies (DeleteObjects,
+/// PutBucketReplication, PutObjectTagging, ...): Content-MD5 or, as boto3
+/// now sends, an `x-amz-checksum-*` header or trailer. `read_small_body`
+/// has verified whichever came.
+pub fn require_integrity(body: &SmallBody) -> Result<(), S3Error> {
+    let e = &body.expected;
+    if e.md5.is_none() && e.checksums.is_empty() && e.trailer.is_empty() {
+        return Err(S3Error::InvalidRequest(
+            "Missing required header for this request: Content-MD5".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `x-godwit-replica-of: <region>;<original last-modified ms>`, sent by a
+/// replication worker of another region: what it writes is a replica.
+/// Any authenticated key may send it (a remote region signs with a key of
+/// this region).
+pub fn replica_origin(
+    headers: &HeaderMap,
+) -> Result<Option<godwit_common::replication::ReplicaOrigin>, S3Error> {
+    let Some(raw) = headers.get(godwit_common::replication::REPLICA_HEADER) else {
+        return Ok(None);
+    };
+    let malformed = || {
+        S3Error::InvalidArgument(format!(
+            "Invalid {} header: expected <region>;<original last-modified ms>",
+            godwit_common::replication::REPLICA_HEADER
+        ))
+    };
+    let text = raw.to_str().map_err(|_| malformed())?;
+    let (region, ms) = text.trim().split_once(';').ok_or_else(malformed)?;
+    let region = region.trim();
+    let ms: i64 = ms.trim().parse().map_err(|_| malformed())?;
+    if region.is_empty() || ms < 0 {
+        return Err(malformed());
+    }
+    Ok(Some(godwit_common::replication::ReplicaOrigin {
+        region: region.to_string(),
+        original_mtime_ms: ms,
+    }))
+}
+
 /// S3's key length limit.
 pub const MAX_KEY_LEN: usize = 1024;
 
@@ -301,4 +346,50 @@ pub fn version_header(headers: &mut HeaderMap, version_id: &str, shown: bool) {
 pub async fn shows_version_id(ctx: &Ctx, bucket: &str, version_id: &str) -> bool {
     version_id != godwit_common::types::NULL_VERSION_ID
         || ctx.gw.buckets.has_versioning(bucket).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_replica(value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            godwit_common::replication::REPLICA_HEADER,
+            HeaderValue::from_str(value).unwrap(),
+        );
+        h
+    }
+
+    #[test]
+    fn replica_header_gives_region_and_original_mtime() {
+        assert_eq!(replica_origin(&HeaderMap::new()).unwrap(), None);
+        let o = replica_origin(&with_replica("eu-west;1700000000123"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.region, "eu-west");
+        assert_eq!(o.original_mtime_ms, 1_700_000_000_123);
+        assert!(replica_origin(&with_replica(" r1 ; 5 ")).unwrap().is_some());
+    }
+
+    #[test]
+    fn malformed_replica_header_is_invalid_argument() {
+        for bad in [
+            "",
+            "eu-west",
+            "eu-west;",
+            ";123",
+            "eu-west;abc",
+            "eu-west;-1",
+            "a;1;2",
+        ] {
+            assert!(
+                matches!(
+                    replica_origin(&with_replica(bad)),
+                    Err(S3Error::InvalidArgument(_))
+                ),
+                "{bad:?}"
+            );
+        }
+    }
 }

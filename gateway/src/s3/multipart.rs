@@ -10,9 +10,10 @@ use super::conditions::WriteConditions;
 use super::headers::{content_headers, user_meta};
 use super::list::{parse_encoding, parse_max, Enc};
 use super::object::{check_write_conditions, write_checksum_headers};
+use super::tagging::tags_from_headers;
 use super::{
-    check_key, empty_response, read_small_body, set_header, shows_version_id, version_header,
-    xml_response, ApiResult, Ctx, MAX_XML_BODY,
+    check_key, empty_response, read_small_body, replica_origin, set_header, shows_version_id,
+    version_header, xml_response, ApiResult, Ctx, MAX_XML_BODY,
 };
 use crate::blocks::{write_stream, Written};
 use crate::body::checksum::{
@@ -44,6 +45,9 @@ fn upload_algorithm(ctx: &Ctx) -> Result<Option<Algo>, S3Error> {
 pub async fn create_upload(ctx: &Ctx) -> ApiResult {
     check_key(ctx.key())?;
     let algo = upload_algorithm(ctx)?;
+    let tags = tags_from_headers(ctx)?;
+    // A replication worker's upload: its parts and object are replicas.
+    let replica_of = replica_origin(ctx.headers())?;
     let info = ctx
         .gw
         .meta
@@ -53,8 +57,9 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
             headers: content_headers(ctx.headers()),
             user_meta: user_meta(ctx.headers())?,
             checksum_algorithm: algo.map(|a| a.name().to_string()),
-            tags: Default::default(),
+            tags,
             owner: ctx.owner().to_string(),
+            replica_of,
         })
         .await?;
     let doc = InitiateMultipartUploadResult {
@@ -192,6 +197,8 @@ pub fn composite_of(
 
 pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResult {
     let write_conditions = WriteConditions::from_headers(ctx.headers())?;
+    // A replication worker's completion carries the source's final mtime.
+    let replica_of = replica_origin(ctx.headers())?;
     let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
     let doc = parse_complete(&body.bytes)?;
     let upload = ctx
@@ -221,6 +228,7 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
                 .map(|p| (p.part_number, unquote_etag(&p.etag).to_string()))
                 .collect(),
             checksums,
+            replica_of,
         })
         .await?;
     let host = ctx.header("host").unwrap_or("localhost");

@@ -10,8 +10,10 @@ use super::conditions::{Conditions, WriteConditions};
 use super::headers::{content_headers, user_meta, write_object_headers};
 use super::range::{content_range, parse_range, resolve};
 use super::router::parse_part_number;
+use super::tagging::tags_from_headers;
 use super::{
-    check_key, empty_response, set_header, version_header, xml_response, ApiError, ApiResult, Ctx,
+    check_key, empty_response, replica_origin, set_header, version_header, xml_response, ApiError,
+    ApiResult, Ctx,
 };
 use crate::blocks::{read_range, write_stream};
 use crate::body::checksum::{expected_from_headers, get_checksum, verify, Algo};
@@ -64,6 +66,8 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     let write_conditions = WriteConditions::from_headers(ctx.headers())?;
     let headers = content_headers(ctx.headers());
     let user_meta = user_meta(ctx.headers())?;
+    let tags = tags_from_headers(ctx)?;
+    let replica_of = replica_origin(ctx.headers())?;
     let expected = expected_from_headers(ctx.headers())?;
     let decoded = crate::body::decode(&ctx.parts, &ctx.auth, body)?;
     if decoded.decoded_len.is_some_and(|n| n > MAX_PUT_SIZE) {
@@ -114,9 +118,9 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
             checksums: written.digests.checksums.clone(),
             data: written.data,
             parts: vec![],
-            tags: Default::default(),
+            tags,
             owner: ctx.owner().to_string(),
-            replica_of: None,
+            replica_of,
         }),
         ctx.gw.buckets.has_versioning(bucket),
     );
@@ -131,7 +135,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
 }
 
 /// The 404/405 S3 gives for a delete marker, with its headers.
-fn delete_marker_error(v: &ObjectVersion, by_version_id: bool) -> ApiError {
+pub(crate) fn delete_marker_error(v: &ObjectVersion, by_version_id: bool) -> ApiError {
     let mut headers = HeaderMap::new();
     set_header(&mut headers, "x-amz-delete-marker", "true");
     set_header(&mut headers, "x-amz-version-id", &v.version_id);
@@ -305,11 +309,19 @@ fn body_response(
 
 pub async fn delete_object(ctx: &Ctx) -> ApiResult {
     let version_id = ctx.query.get("versionId");
-    let outcome = ctx
-        .gw
-        .meta
-        .delete_object(ctx.bucket(), ctx.key(), version_id)
-        .await?;
+    let meta = &ctx.gw.meta;
+    // A replication worker's delete: a marker it makes is a replica, and
+    // nothing it does is replicated again.
+    let outcome = match replica_origin(ctx.headers())? {
+        Some(origin) => {
+            meta.delete_object_replica(ctx.bucket(), ctx.key(), version_id, origin)
+                .await?
+        }
+        None => {
+            meta.delete_object(ctx.bucket(), ctx.key(), version_id)
+                .await?
+        }
+    };
     let mut resp = empty_response(StatusCode::NO_CONTENT);
     let out = resp.headers_mut();
     if outcome.delete_marker {

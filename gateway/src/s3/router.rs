@@ -91,6 +91,9 @@ endpoints! {
     ListObjectVersions,
     ListMultipartUploads,
     DeleteObjects,
+    GetBucketReplication,
+    PutBucketReplication,
+    DeleteBucketReplication,
 
     // ---- buckets: not implemented ----
     PutBucketAcl,
@@ -132,9 +135,6 @@ endpoints! {
     PutBucketPolicy,
     DeleteBucketPolicy,
     GetBucketPolicyStatus,
-    GetBucketReplication,
-    PutBucketReplication,
-    DeleteBucketReplication,
     GetBucketRequestPayment,
     PutBucketRequestPayment,
     GetBucketTagging,
@@ -165,6 +165,9 @@ endpoints! {
     CompleteMultipartUpload { upload_id: String },
     AbortMultipartUpload { upload_id: String },
     ListParts { upload_id: String },
+    GetObjectTagging,
+    PutObjectTagging,
+    DeleteObjectTagging,
 
     // ---- objects: not implemented ----
     PutObjectAcl,
@@ -173,9 +176,6 @@ endpoints! {
     PutObjectLegalHold,
     GetObjectRetention,
     PutObjectRetention,
-    GetObjectTagging,
-    PutObjectTagging,
-    DeleteObjectTagging,
     GetObjectTorrent,
     RestoreObject,
     SelectObjectContent,
@@ -215,6 +215,12 @@ impl Endpoint {
                 | CompleteMultipartUpload { .. }
                 | AbortMultipartUpload { .. }
                 | ListParts { .. }
+                | GetBucketReplication
+                | PutBucketReplication
+                | DeleteBucketReplication
+                | GetObjectTagging
+                | PutObjectTagging
+                | DeleteObjectTagging
         )
     }
 }

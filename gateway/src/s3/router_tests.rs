@@ -98,6 +98,13 @@ fn implemented_endpoints() {
                 upload_id: "u1".into(),
             },
         ),
+        ("GET", "/b?replication", false, GetBucketReplication),
+        ("PUT", "/b?replication", false, PutBucketReplication),
+        ("DELETE", "/b?replication", false, DeleteBucketReplication),
+        ("GET", "/b/k?tagging", false, GetObjectTagging),
+        ("PUT", "/b/k?tagging", false, PutObjectTagging),
+        ("DELETE", "/b/k?tagging", false, DeleteObjectTagging),
+        ("GET", "/b/k?tagging&versionId=v1", false, GetObjectTagging),
     ];
     for (method, uri, copy, want) in cases {
         let got = route(method, uri, copy).unwrap();
@@ -180,9 +187,6 @@ fn unimplemented_endpoints_are_variants() {
         ("PUT", "/b?policy", PutBucketPolicy),
         ("DELETE", "/b?policy", DeleteBucketPolicy),
         ("GET", "/b?policyStatus", GetBucketPolicyStatus),
-        ("GET", "/b?replication", GetBucketReplication),
-        ("PUT", "/b?replication", PutBucketReplication),
-        ("DELETE", "/b?replication", DeleteBucketReplication),
         ("GET", "/b?requestPayment", GetBucketRequestPayment),
         ("PUT", "/b?requestPayment", PutBucketRequestPayment),
         ("GET", "/b?tagging", GetBucketTagging),
@@ -203,9 +207,6 @@ fn unimplemented_endpoints_are_variants() {
         ("PUT", "/b/k?legal-hold", PutObjectLegalHold),
         ("GET", "/b/k?retention", GetObjectRetention),
         ("PUT", "/b/k?retention", PutObjectRetention),
-        ("GET", "/b/k?tagging", GetObjectTagging),
-        ("PUT", "/b/k?tagging", PutObjectTagging),
-        ("DELETE", "/b/k?tagging", DeleteObjectTagging),
         ("GET", "/b/k?torrent", GetObjectTorrent),
         ("POST", "/b/k?restore", RestoreObject),
         ("POST", "/b/k?select&select-type=2", SelectObjectContent),

@@ -2,8 +2,10 @@
 //! Responses carry the S3 namespace on their root element (as AWS sends
 //! them); error bodies do not.
 
+pub mod replication;
 pub mod requests;
 pub mod responses;
+pub mod tagging;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

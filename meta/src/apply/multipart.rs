@@ -58,6 +58,7 @@ pub(super) fn create_upload(
         checksum_algorithm: u.checksum_algorithm,
         tags: u.tags,
         owner: u.owner,
+        replica_of: u.replica_of,
     };
     tx.put(CF_UPLOADS, k, encode(&info));
     Ok(Reply::Upload(Box::new(info)))
@@ -85,7 +86,10 @@ pub(super) fn put_part(
     }
     add_refs(tx, &part.data)?;
     tx.put(CF_PARTS, k, encode(&part));
-    streaming::on_part(tx, &upload, &part, now_ms)?;
+    // A replica upload's parts came from another region: never sent back.
+    if upload.replica_of.is_none() {
+        streaming::on_part(tx, &upload, &part, now_ms)?;
+    }
     Ok(Reply::Done)
 }
 
@@ -205,8 +209,11 @@ pub(super) fn complete_upload(
         tags: upload.tags,
         owner: upload.owner,
         replication_status: None,
-        replica_of: None,
+        replica_of: c.replica_of.clone().or(upload.replica_of),
     };
+    if version.replica_of.is_some() {
+        version.replication_status = Some(ReplicationStatus::Replica);
+    }
     // The object takes its references before the parts drop theirs, so a
     // block shared by both never touches zero in between (it would not
     // matter inside one batch, but the order reads right).
@@ -225,6 +232,7 @@ pub(super) fn complete_upload(
                 .collect();
             streaming::on_complete(tx, rec, &version, listed, now_ms)?
         }
+        None if version.replica_of.is_some() => 0,
         None => outbox::on_new_version(tx, &version, now_ms)?,
     };
     if tasks > 0 {

@@ -72,6 +72,7 @@ pub fn new_upload(bucket: &str, key: &str) -> NewUpload {
         checksum_algorithm: None,
         tags: Default::default(),
         owner: "AKTEST".into(),
+        replica_of: None,
     }
 }
 
