@@ -1,9 +1,9 @@
 //! `godwit`: one binary, every role. `godwit server` runs the embedded
 //! all-in-one default; `meta`, `datanode` and `gateway` run one role each;
-//! `admin` and `bench` are clients.
+//! `admin` and `bench` are clients; `demo` replays the OSS RTC verification.
 
 use clap::{Parser, Subcommand};
-use godwit::{admin, bench, config, roles};
+use godwit::{admin, bench, config, demo, roles};
 
 #[derive(Parser)]
 #[command(
@@ -32,6 +32,9 @@ enum Command {
     Admin(admin::cli::AdminArgs),
     /// Load generator for any S3 endpoint.
     Bench(bench::BenchArgs),
+    /// Replays the OSS RTC verification on two in-process regions:
+    /// replication time of small files and of a large file, RTC off and on.
+    Demo(demo::DemoArgs),
 }
 
 fn init_tracing() {
@@ -70,5 +73,12 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Admin(a) => admin::cli::run(a).await,
         Command::Bench(a) => bench::run(a).await,
+        Command::Demo(a) => {
+            // The regions' logs would tear the progress bars: only on request.
+            if std::env::var_os("GODWIT_LOG").is_some() {
+                init_tracing();
+            }
+            demo::run(a).await
+        }
     }
 }
