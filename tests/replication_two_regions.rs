@@ -622,3 +622,63 @@ async fn writes_made_while_the_destination_is_down_arrive_after_it_returns() {
         r.h.stopped.await.unwrap().unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn existing_objects_backfill_and_a_preseeded_destination_costs_only_heads() {
+    let (a, b) = (region("us-east-1").await, region("eu-west-1").await);
+    versioned_bucket(&b, "dst").await;
+    add_remote(&a, "eu", &b).await;
+    versioned_bucket(&a, "src").await;
+    let (sa, sb) = (a.s3(), b.s3());
+    // Objects that exist before the rule: small ones, and large ones (above
+    // the 1 MiB optimistic threshold) that the destination already holds.
+    for i in 0..20u64 {
+        assert_eq!(sa.put(&format!("/src/old/s{i:02}"), pattern(100, i).to_vec()).await.status(), 200);
+    }
+    for i in 0..6u64 {
+        let data = pattern(2 << 20, 100 + i);
+        assert_eq!(sa.put(&format!("/src/old/l{i:02}"), data.clone()).await.status(), 200);
+        assert_eq!(sb.put(&format!("/dst/old/l{i:02}"), data).await.status(), 200);
+    }
+    let skipped_before = skipped_same_etag(&a).await;
+
+    let rule = rule("backfill", 1, "", "dst", false).replace(
+        "<DeleteMarkerReplication>",
+        "<ExistingObjectReplication><Status>Enabled</Status></ExistingObjectReplication><DeleteMarkerReplication>",
+    );
+    let r = put_replication(&a, "src", &config(&[rule])).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+
+    for i in 0..20u64 {
+        let path = format!("/dst/old/s{i:02}");
+        eventually(&path, Duration::from_secs(60), || async { (sb.get(&path).await.status() == 200).then_some(()) }).await;
+    }
+    eventually("backfill progress 1.0", Duration::from_secs(60), || async {
+        let stats = a.admin().get("/admin/v1/replication/status?bucket=src").await.text().await.unwrap();
+        stats.contains("\"backfill_progress_ratio\":1.0").then_some(())
+    })
+    .await;
+    // The pre-seeded large objects were HEADed, not sent again: each still
+    // has exactly the one version written before the rule.
+    eventually("the large objects skipped", Duration::from_secs(60), || async {
+        (skipped_same_etag(&a).await >= skipped_before + 6).then_some(())
+    })
+    .await;
+    let versions = sb.get("/dst?versions&prefix=old/l").await.text().await.unwrap();
+    assert_eq!(versions.matches("<Version>").count(), 6, "{versions}");
+    for r in [a, b] {
+        r.h.shutdown.cancel();
+        r.h.stopped.await.unwrap().unwrap();
+    }
+}
+
+/// `godwit_replication_skipped_total{reason="same_etag"}` on a region's /metrics.
+async fn skipped_same_etag(r: &Region) -> u64 {
+    let text = reqwest::get(format!("http://{}/metrics", r.h.admin_addr)).await.unwrap().text().await.unwrap();
+    text.lines()
+        .find(|l| l.starts_with("godwit_replication_skipped_total{reason=\"same_etag\"}"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .unwrap_or(0)
+}
