@@ -1,27 +1,25 @@
 //! A small SigV4 S3 client: one shared reqwest connection pool, path-style
-//! URLs, headers signed with aws-sigv4. It speaks plain S3, so the bench runs
-//! against any S3 server.
+//! URLs, headers signed with aws-sigv4 through the replication client's
+//! signing helpers (`godwit_common::net::s3_remote`), so both sign the same
+//! way. It speaks plain S3, so the bench runs against any S3 server.
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
 use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{
-    sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
-    UriPathNormalizationMode,
+use godwit_common::net::s3_remote::{
+    self, bucket_path, error_code, error_with_causes, object_path,
 };
-use aws_sigv4::sign::v4;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH};
 use reqwest::{Method, Response, StatusCode};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::body::Payload;
 
-/// `x-amz-content-sha256` of a request without a body.
-pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-/// `x-amz-content-sha256` of a body the server is not asked to hash.
-pub const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
+pub use godwit_common::net::s3_remote::{uri_encode, EMPTY_SHA256, UNSIGNED_PAYLOAD};
+
 /// Keys per ListObjectsV2 page (the S3 maximum).
 pub const LIST_PAGE_KEYS: u32 = 1000;
 
@@ -48,14 +46,7 @@ impl OpError {
         } else {
             "request error"
         };
-        // reqwest's Display leaves out the cause (e.g. "connection refused").
-        let mut message = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            message.push_str(": ");
-            message.push_str(&s.to_string());
-            source = s.source();
-        }
+        let message = error_with_causes(&e);
         OpError::Transport { kind, message }
     }
 
@@ -320,9 +311,9 @@ impl S3Client {
 }
 
 /// SigV4 headers (`authorization`, `x-amz-date`, `x-amz-content-sha256`)
-/// for a request to `url`, S3 flavour: single URI encoding, no path
-/// normalization, the payload hash sent as a header. The signature covers
-/// `host` (taken from the URL, default port dropped, as reqwest sends it).
+/// for a request to `url` without extra signed headers, as a `HeaderMap`:
+/// [`s3_remote::sign_headers`] (S3 flavour; the signature covers `host`,
+/// taken from the URL with the default port dropped, as reqwest sends it).
 pub fn sign_headers(
     method: &str,
     url: &str,
@@ -331,61 +322,16 @@ pub fn sign_headers(
     region: &str,
     time: SystemTime,
 ) -> anyhow::Result<HeaderMap> {
-    let mut settings = SigningSettings::default();
-    settings.percent_encoding_mode = PercentEncodingMode::Single;
-    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
-    let identity = credentials.clone().into();
-    let params = v4::SigningParams::builder()
-        .identity(&identity)
-        .region(region)
-        .name("s3")
-        .time(time)
-        .settings(settings)
-        .build()
-        .context("building SigV4 parameters")?
-        .into();
-    let body = SignableBody::Precomputed(payload_hash.to_string());
-    let request = SignableRequest::new(method, url, std::iter::empty(), body)
-        .context("preparing the request for signing")?;
-    let (instructions, _signature) = sign(request, &params)
-        .context("signing the request")?
-        .into_parts();
+    let signed = s3_remote::sign_headers(method, url, &[], payload_hash, credentials, region, time)
+        .map_err(|e| anyhow!(e))?;
     let mut headers = HeaderMap::new();
-    for (name, value) in instructions.headers() {
+    for (name, value) in signed {
         headers.insert(
             HeaderName::from_bytes(name.as_bytes()).context("signed header name")?,
-            HeaderValue::from_str(value).context("signed header value")?,
+            HeaderValue::from_str(&value).context("signed header value")?,
         );
     }
     Ok(headers)
-}
-
-/// `/bucket`.
-fn bucket_path(bucket: &str) -> String {
-    format!("/{}", uri_encode(bucket, true))
-}
-
-/// `/bucket/key`, with the key URI-encoded and its slashes kept.
-fn object_path(bucket: &str, key: &str) -> String {
-    format!("/{}/{}", uri_encode(bucket, true), uri_encode(key, false))
-}
-
-/// S3's URI encoding: every byte but `A-Za-z0-9-_.~` as `%XX` (uppercase),
-/// and `/` too when `encode_slash`
-/// (<https://docs.aws.amazon.com/AmazonS3/latest/API/sig-v4-header-based-auth.html>).
-pub fn uri_encode(s: &str, encode_slash: bool) -> String {
-    let mut out = String::with_capacity(s.len());
-    for &b in s.as_bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b'/' if !encode_slash => out.push('/'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 fn content_length(headers: &HeaderMap) -> Option<u64> {
@@ -410,75 +356,38 @@ async fn error_from(resp: Response) -> OpError {
     let body = resp.text().await.unwrap_or_default();
     OpError::Status {
         status,
-        code: xml_element(&body, "Code").map(|c| xml_unescape(c.trim())),
+        code: error_code(&body),
     }
 }
 
-/// Keys and continuation token of a ListObjectsV2 response. Only `Contents`
-/// elements carry `<Key>`, so a flat scan is enough.
+/// The part of a ListObjectsV2 answer the bench reads.
+#[derive(Deserialize)]
+struct ListBucketResult {
+    #[serde(rename = "IsTruncated")]
+    is_truncated: Option<String>,
+    #[serde(rename = "NextContinuationToken")]
+    next_continuation_token: Option<String>,
+    #[serde(rename = "Contents", default)]
+    contents: Vec<ListedObject>,
+}
+
+#[derive(Deserialize)]
+struct ListedObject {
+    #[serde(rename = "Key")]
+    key: Option<String>,
+}
+
+/// Keys and continuation token of a ListObjectsV2 response. An answer that
+/// does not parse reads as an empty last page.
 pub fn parse_list_page(xml: &str) -> ListPage {
-    let mut keys = Vec::new();
-    let mut rest = xml;
-    while let Some(start) = rest.find("<Key>") {
-        rest = &rest[start + "<Key>".len()..];
-        let Some(end) = rest.find("</Key>") else {
-            break;
-        };
-        keys.push(xml_unescape(&rest[..end]));
-        rest = &rest[end..];
-    }
-    let truncated = xml_element(xml, "IsTruncated").is_some_and(|v| v.trim() == "true");
-    let next_token = if truncated {
-        xml_element(xml, "NextContinuationToken").map(xml_unescape)
-    } else {
-        None
+    let Ok(page) = quick_xml::de::from_str::<ListBucketResult>(xml) else {
+        return ListPage::default();
     };
-    ListPage { keys, next_token }
-}
-
-/// The text of the first `<name>...</name>` element.
-fn xml_element<'a>(xml: &'a str, name: &str) -> Option<&'a str> {
-    let open = format!("<{name}>");
-    let close = format!("</{name}>");
-    let start = xml.find(&open)? + open.len();
-    let len = xml[start..].find(&close)?;
-    Some(&xml[start..start + len])
-}
-
-/// Undoes XML character escapes (the five named entities and `&#N;`/`&#xN;`).
-fn xml_unescape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(amp) = rest.find('&') {
-        out.push_str(&rest[..amp]);
-        rest = &rest[amp..];
-        let Some(semi) = rest.find(';') else { break };
-        let entity = &rest[1..semi];
-        let decoded = match entity {
-            "amp" => Some('&'),
-            "lt" => Some('<'),
-            "gt" => Some('>'),
-            "quot" => Some('"'),
-            "apos" => Some('\''),
-            _ => entity
-                .strip_prefix("#x")
-                .and_then(|h| u32::from_str_radix(h, 16).ok())
-                .or_else(|| entity.strip_prefix('#').and_then(|d| d.parse().ok()))
-                .and_then(char::from_u32),
-        };
-        match decoded {
-            Some(c) => {
-                out.push(c);
-                rest = &rest[semi + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
+    let truncated = page.is_truncated.is_some_and(|v| v.trim() == "true");
+    ListPage {
+        keys: page.contents.into_iter().filter_map(|c| c.key).collect(),
+        next_token: page.next_continuation_token.filter(|_| truncated),
     }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]
@@ -641,9 +550,9 @@ mod tests {
         };
         assert_eq!(e.label(), "404 Not Found");
         assert_eq!(
-            xml_element("<Error><Code>SlowDown</Code></Error>", "Code"),
+            error_code("<Error><Code>SlowDown</Code></Error>").as_deref(),
             Some("SlowDown")
         );
-        assert_eq!(xml_unescape("a&amp;b&bogus;c"), "a&b&bogus;c");
+        assert_eq!(error_code("a&amp;b&bogus;c"), None);
     }
 }
