@@ -18,6 +18,7 @@ PINS=(
     "awscrt==0.38.0"
     "boto3==1.44.8"
     "botocore==1.44.8"
+    "moto[server]==5.2.5"
     "pytest==9.2.0"
     "pytest-timeout==2.4.0"
     "requests==2.34.2"

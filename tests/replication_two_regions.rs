@@ -633,12 +633,25 @@ async fn existing_objects_backfill_and_a_preseeded_destination_costs_only_heads(
     // Objects that exist before the rule: small ones, and large ones (above
     // the 1 MiB optimistic threshold) that the destination already holds.
     for i in 0..20u64 {
-        assert_eq!(sa.put(&format!("/src/old/s{i:02}"), pattern(100, i).to_vec()).await.status(), 200);
+        assert_eq!(
+            sa.put(&format!("/src/old/s{i:02}"), pattern(100, i).to_vec())
+                .await
+                .status(),
+            200
+        );
     }
     for i in 0..6u64 {
         let data = pattern(2 << 20, 100 + i);
-        assert_eq!(sa.put(&format!("/src/old/l{i:02}"), data.clone()).await.status(), 200);
-        assert_eq!(sb.put(&format!("/dst/old/l{i:02}"), data).await.status(), 200);
+        assert_eq!(
+            sa.put(&format!("/src/old/l{i:02}"), data.clone())
+                .await
+                .status(),
+            200
+        );
+        assert_eq!(
+            sb.put(&format!("/dst/old/l{i:02}"), data).await.status(),
+            200
+        );
     }
     let skipped_before = skipped_same_etag(&a).await;
 
@@ -651,20 +664,38 @@ async fn existing_objects_backfill_and_a_preseeded_destination_costs_only_heads(
 
     for i in 0..20u64 {
         let path = format!("/dst/old/s{i:02}");
-        eventually(&path, Duration::from_secs(60), || async { (sb.get(&path).await.status() == 200).then_some(()) }).await;
+        eventually(&path, Duration::from_secs(60), || async {
+            (sb.get(&path).await.status() == 200).then_some(())
+        })
+        .await;
     }
     eventually("backfill progress 1.0", Duration::from_secs(60), || async {
-        let stats = a.admin().get("/admin/v1/replication/status?bucket=src").await.text().await.unwrap();
-        stats.contains("\"backfill_progress_ratio\":1.0").then_some(())
+        let stats = a
+            .admin()
+            .get("/admin/v1/replication/status?bucket=src")
+            .await
+            .text()
+            .await
+            .unwrap();
+        stats
+            .contains("\"backfill_progress_ratio\":1.0")
+            .then_some(())
     })
     .await;
     // The pre-seeded large objects were HEADed, not sent again: each still
     // has exactly the one version written before the rule.
-    eventually("the large objects skipped", Duration::from_secs(60), || async {
-        (skipped_same_etag(&a).await >= skipped_before + 6).then_some(())
-    })
+    eventually(
+        "the large objects skipped",
+        Duration::from_secs(60),
+        || async { (skipped_same_etag(&a).await >= skipped_before + 6).then_some(()) },
+    )
     .await;
-    let versions = sb.get("/dst?versions&prefix=old/l").await.text().await.unwrap();
+    let versions = sb
+        .get("/dst?versions&prefix=old/l")
+        .await
+        .text()
+        .await
+        .unwrap();
     assert_eq!(versions.matches("<Version>").count(), 6, "{versions}");
     for r in [a, b] {
         r.h.shutdown.cancel();
@@ -674,7 +705,12 @@ async fn existing_objects_backfill_and_a_preseeded_destination_costs_only_heads(
 
 /// `godwit_replication_skipped_total{reason="same_etag"}` on a region's /metrics.
 async fn skipped_same_etag(r: &Region) -> u64 {
-    let text = reqwest::get(format!("http://{}/metrics", r.h.admin_addr)).await.unwrap().text().await.unwrap();
+    let text = reqwest::get(format!("http://{}/metrics", r.h.admin_addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     text.lines()
         .find(|l| l.starts_with("godwit_replication_skipped_total{reason=\"same_etag\"}"))
         .and_then(|l| l.rsplit(' ').next())

@@ -226,8 +226,10 @@ impl Command {
 
 /// The ordering number of a version written by command `pos` of the entry
 /// at `log_index`: unique and increasing in log order, the same on every
-/// replica.
+/// replica. The low 12 bits stay free: a replica that arrives after a
+/// newer version of its key is placed in the gap below that version
+/// (last writer wins, `apply/objects.rs`), even when both came in one entry.
 pub fn version_seq(log_index: u64, pos: usize) -> u64 {
     debug_assert!(pos < 4096);
-    (log_index << 12) | pos as u64
+    (log_index << 24) | ((pos as u64) << 12)
 }

@@ -671,10 +671,12 @@ async fn backfill_enqueues_existing_latest_versions_with_progress() {
     }
     m.put_object(inline("src", "a", b"newer-a")).await.unwrap();
     m.delete_object("src", "c", None).await.unwrap();
+    // Written at its origin after the local "d" (year 2100), so it is the
+    // latest version (last writer wins), and replicas are never backfilled.
     let mut replica = inline("src", "d", b"replica");
     replica.replica_of = Some(ReplicaOrigin {
         region: "eu".into(),
-        original_mtime_ms: 1,
+        original_mtime_ms: 4_102_444_800_000,
     });
     m.put_object(replica).await.unwrap();
 

@@ -18,8 +18,6 @@ use crate::Replicator;
 
 /// How often the remote list is re-read.
 const REFRESH_INTERVAL: Duration = Duration::from_secs(5);
-/// A miss re-reads the list at most this often.
-const MISS_REFRESH_MIN_GAP: Duration = Duration::from_secs(1);
 
 /// One reachable remote.
 pub(crate) struct Remote {
@@ -42,15 +40,12 @@ impl RemoteSet {
         if let Some(r) = self.lookup(name) {
             return Some(r);
         }
-        let stale = self
-            .last_refresh
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none_or(|t| t.elapsed() >= MISS_REFRESH_MIN_GAP);
-        if stale {
-            if let Err(e) = self.refresh(meta).await {
-                tracing::warn!(error = %e, "reading the remote list failed");
-            }
+        // A remote registered a moment ago must be found at once: a miss
+        // always re-reads the list (refreshes are serialized, and a miss
+        // only happens for a task's first sight of a new remote or for an
+        // unregistered one, whose retries are spaced by backoff).
+        if let Err(e) = self.refresh(meta).await {
+            tracing::warn!(error = %e, "reading the remote list failed");
         }
         self.lookup(name)
     }

@@ -216,6 +216,8 @@ class GodwitServer:
     # clients bound to this server ---------------------------------------
 
     def client(self, signature_version: str | None = None, **kw):
+        """A client signing for this server's region."""
+        kw.setdefault("region", self.region)
         return make_client(self.endpoint, signature_version=signature_version, **kw)
 
 
@@ -225,10 +227,11 @@ def make_client(
     signature_version: str | None = None,
     access_key: str = ACCESS_KEY,
     secret_key: str = SECRET_KEY,
+    region: str = REGION,
     **config_kw,
 ):
     cfg = dict(
-        region_name=REGION,
+        region_name=region,
         s3={"addressing_style": "path"},
         # One attempt: a server error must fail the test, not be retried away.
         retries={"total_max_attempts": 1, "mode": "standard"},
@@ -244,7 +247,7 @@ def make_client(
         endpoint_url=endpoint,
         aws_access_key_id=access_key,
         aws_secret_access_key=secret_key,
-        region_name=REGION,
+        region_name=region,
         config=Config(**cfg),
     )
 

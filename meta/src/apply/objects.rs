@@ -74,7 +74,30 @@ pub(super) fn put_object(
     // A replica is never replicated again: two-way rules do not loop.
     if version.replica_of.is_some() {
         version.replication_status = Some(ReplicationStatus::Replica);
+    } else {
+        // Versions of one key get strictly increasing last-modified times,
+        // even when several land in one Raft entry (which shares one
+        // clock reading): other regions order replicas by this time, so
+        // equal times would let arrival order pick the latest.
+        if let Some((_, newest)) = tx
+            .scan_prefix_limit(CF_OBJECTS, &key_prefix(&version.bucket, &version.key), 1)?
+            .first()
+        {
+            let newest: ObjectVersion = decode(newest)?;
+            version.last_modified_ms = version.last_modified_ms.max(origin_mtime(&newest) + 1);
+        }
     }
+    // Last writer wins across regions: a replica older than what the key
+    // already holds goes below it, so every region ends with the same
+    // latest version whatever order the replicas arrive in.
+    let seq = match &version.replica_of {
+        Some(origin) => match replica_position(tx, &version, origin.original_mtime_ms, seq)? {
+            Some(seq) => seq,
+            // An older replica of a "null" version: the newer one stays.
+            None => return Ok(Reply::Version(Box::new(version))),
+        },
+        None => seq,
+    };
     // Commit first: committing a "null" version clears the replaced one's
     // replication records, which must not take the new tasks with them.
     commit_version(tx, &version, seq)?;
@@ -83,6 +106,49 @@ pub(super) fn put_object(
         restamp_version(tx, &version, seq);
     }
     Ok(Reply::Version(Box::new(version)))
+}
+
+/// The time a version was written at its origin: what last-writer-wins
+/// compares across regions.
+fn origin_mtime(v: &ObjectVersion) -> i64 {
+    v.replica_of
+        .as_ref()
+        .map_or(v.last_modified_ms, |o| o.original_mtime_ms)
+}
+
+/// Where a replica written at `mtime` goes among the key's versions:
+/// `Some(seq)` for the sequence to commit it at (`seq` itself when it is the
+/// newest), `None` when it is an older "null" version that must not replace
+/// the newer one. Versions sort by sequence (newest first), so an older
+/// replica takes the middle of the gap between the oldest version newer
+/// than it and the next one down (`command::version_seq` leaves 4096 free
+/// sequences below every version). A gap used up by many late replicas
+/// puts the next one on top, as arrival order would.
+fn replica_position(
+    tx: &Overlay,
+    v: &ObjectVersion,
+    mtime: i64,
+    seq: u64,
+) -> Result<Option<u64>, MetaError> {
+    let rows = tx.scan_prefix(CF_OBJECTS, &key_prefix(&v.bucket, &v.key))?;
+    let mut newer: Option<u64> = None;
+    let mut below = 0u64;
+    for (k, val) in &rows {
+        let existing: ObjectVersion = decode(val)?;
+        if origin_mtime(&existing) > mtime {
+            if v.version_id == NULL_VERSION_ID && existing.version_id == NULL_VERSION_ID {
+                return Ok(None);
+            }
+            newer = Some(seq_of_object_key(k));
+        } else {
+            below = seq_of_object_key(k);
+            break;
+        }
+    }
+    Ok(Some(match newer {
+        Some(newer) if newer - below >= 2 => below + (newer - below) / 2,
+        _ => seq,
+    }))
 }
 
 /// A DeleteObject as applied.
