@@ -338,6 +338,33 @@ async fn two_way_rules_do_not_loop() {
             .unwrap();
         assert_eq!(versions.matches("<Version>").count(), 2, "{versions}");
     }
+
+    // Concurrent writes of one key in both regions converge to the same
+    // last writer (the later original write time) on both sides.
+    let (ra, rb) = tokio::join!(
+        sa.put("/left/both", b"written in us-east-1".to_vec()),
+        sb.put("/right/both", b"written in eu-west-1".to_vec())
+    );
+    assert_eq!((ra.status().as_u16(), rb.status().as_u16()), (200, 200));
+    for (s3, bucket) in [(&sa, "left"), (&sb, "right")] {
+        eventually(
+            "both versions of the key",
+            Duration::from_secs(30),
+            || async {
+                let v = s3
+                    .get(&format!("/{bucket}?versions&prefix=both"))
+                    .await
+                    .text()
+                    .await
+                    .unwrap();
+                (v.matches("<Version>").count() == 2).then_some(())
+            },
+        )
+        .await;
+    }
+    let latest_a = sa.get("/left/both").await.bytes().await.unwrap();
+    let latest_b = sb.get("/right/both").await.bytes().await.unwrap();
+    assert_eq!(latest_a, latest_b, "both regions agree on the last writer");
     for r in [a, b] {
         r.h.shutdown.cancel();
         r.h.stopped.await.unwrap().unwrap();

@@ -91,7 +91,7 @@ pub(super) fn put_object(
     // already holds goes below it, so every region ends with the same
     // latest version whatever order the replicas arrive in.
     let seq = match &version.replica_of {
-        Some(origin) => match replica_position(tx, &version, origin.original_mtime_ms, seq)? {
+        Some(origin) => match replica_position(tx, &version, origin, &bucket.region, seq)? {
             Some(seq) => seq,
             // An older replica of a "null" version: the newer one stays.
             None => return Ok(Reply::Version(Box::new(version))),
@@ -116,7 +116,18 @@ fn origin_mtime(v: &ObjectVersion) -> i64 {
         .map_or(v.last_modified_ms, |o| o.original_mtime_ms)
 }
 
-/// Where a replica written at `mtime` goes among the key's versions:
+/// Last-writer-wins order across regions: the original write time, then
+/// the origin region's name for writes in the same millisecond (every
+/// region compares the same pair, so all agree). Local versions come from
+/// the bucket's own region.
+fn origin_order<'a>(v: &'a ObjectVersion, local_region: &'a str) -> (i64, &'a str) {
+    match &v.replica_of {
+        Some(o) => (o.original_mtime_ms, o.region.as_str()),
+        None => (v.last_modified_ms, local_region),
+    }
+}
+
+/// Where a replica written at its origin goes among the key's versions:
 /// `Some(seq)` for the sequence to commit it at (`seq` itself when it is the
 /// newest), `None` when it is an older "null" version that must not replace
 /// the newer one. Versions sort by sequence (newest first), so an older
@@ -127,15 +138,17 @@ fn origin_mtime(v: &ObjectVersion) -> i64 {
 fn replica_position(
     tx: &Overlay,
     v: &ObjectVersion,
-    mtime: i64,
+    origin: &ReplicaOrigin,
+    local_region: &str,
     seq: u64,
 ) -> Result<Option<u64>, MetaError> {
     let rows = tx.scan_prefix(CF_OBJECTS, &key_prefix(&v.bucket, &v.key))?;
     let mut newer: Option<u64> = None;
     let mut below = 0u64;
+    let ours = (origin.original_mtime_ms, origin.region.as_str());
     for (k, val) in &rows {
         let existing: ObjectVersion = decode(val)?;
-        if origin_mtime(&existing) > mtime {
+        if origin_order(&existing, local_region) > ours {
             if v.version_id == NULL_VERSION_ID && existing.version_id == NULL_VERSION_ID {
                 return Ok(None);
             }
