@@ -169,8 +169,20 @@ impl LocalRegions {
                 Ok(Err(e)) => eprintln!("godwit demo: a region task panicked: {e}"),
                 Err(_) => eprintln!("godwit demo: a region did not stop within 30 s"),
             }
-            let path = dir.path().to_path_buf();
-            if let Err(e) = dir.close() {
+            // RocksDB may still flush its memtable while the last handles
+            // to the stopped region drop, re-creating files under the dir:
+            // retry the removal for a moment.
+            let path = dir.keep();
+            let mut result = std::fs::remove_dir_all(&path);
+            for _ in 0..20 {
+                if result.is_ok() || !path.exists() {
+                    result = Ok(());
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                result = std::fs::remove_dir_all(&path);
+            }
+            if let Err(e) = result {
                 eprintln!("godwit demo: could not remove {}: {e}", path.display());
             }
         }
