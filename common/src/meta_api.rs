@@ -14,18 +14,37 @@ use crate::types::*;
 
 pub type MetaResult<T> = Result<T, MetaError>;
 
+// Every method has a default body answering `Unavailable`, so a test double
+// implements only what its test uses. `MetaNode` and `MetaClient`
+// implement them all (meta/tests/client.rs drives the network door).
+
 #[async_trait]
 pub trait MetaApi: Send + Sync + 'static {
     // ---- buckets ----
 
     /// Creates a bucket; `BucketAlreadyOwnedByYou` if it exists.
-    async fn create_bucket(&self, name: &str, region: &str, owner: &str) -> MetaResult<BucketInfo>;
-    async fn get_bucket(&self, name: &str) -> MetaResult<BucketInfo>;
-    async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>>;
+    async fn create_bucket(
+        &self,
+        _name: &str,
+        _region: &str,
+        _owner: &str,
+    ) -> MetaResult<BucketInfo> {
+        Err(unsupported())
+    }
+    async fn get_bucket(&self, _name: &str) -> MetaResult<BucketInfo> {
+        Err(unsupported())
+    }
+    async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>> {
+        Err(unsupported())
+    }
     /// `BucketNotEmpty` while any version, delete marker or upload remains.
-    async fn delete_bucket(&self, name: &str) -> MetaResult<()>;
+    async fn delete_bucket(&self, _name: &str) -> MetaResult<()> {
+        Err(unsupported())
+    }
     /// Enabled or Suspended (Unversioned is rejected: it cannot be restored).
-    async fn set_versioning(&self, bucket: &str, state: VersioningState) -> MetaResult<()>;
+    async fn set_versioning(&self, _bucket: &str, _state: VersioningState) -> MetaResult<()> {
+        Err(unsupported())
+    }
 
     // ---- objects ----
 
@@ -33,17 +52,21 @@ pub trait MetaApi: Send + Sync + 'static {
     /// already durable). Assigns the version id ("null" unless versioning is
     /// Enabled) and last-modified; a replaced "null" version's blocks lose
     /// their reference.
-    async fn put_object(&self, obj: NewObject) -> MetaResult<ObjectVersion>;
+    async fn put_object(&self, _obj: NewObject) -> MetaResult<ObjectVersion> {
+        Err(unsupported())
+    }
 
     /// The latest version (which may be a delete marker: the caller decides
     /// between 404 and 405), or the given version. `NoSuchKey` when the key
     /// has no version at all; `NoSuchVersion` for an unknown version id.
     async fn get_object(
         &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<&str>,
-    ) -> MetaResult<ObjectRead>;
+        _bucket: &str,
+        _key: &str,
+        _version_id: Option<&str>,
+    ) -> MetaResult<ObjectRead> {
+        Err(unsupported())
+    }
 
     /// Without a version id: a delete marker in Enabled buckets; in
     /// Unversioned/Suspended buckets the "null" version is replaced by a
@@ -53,71 +76,112 @@ pub trait MetaApi: Send + Sync + 'static {
     /// (`NoSuchVersion`)... S3 answers 204 for that too, so it succeeds.
     async fn delete_object(
         &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<&str>,
-    ) -> MetaResult<DeleteOutcome>;
+        _bucket: &str,
+        _key: &str,
+        _version_id: Option<&str>,
+    ) -> MetaResult<DeleteOutcome> {
+        Err(unsupported())
+    }
 
-    async fn list_objects(&self, q: ListObjectsQuery) -> MetaResult<ListObjectsPage>;
-    async fn list_versions(&self, q: ListVersionsQuery) -> MetaResult<ListVersionsPage>;
+    async fn list_objects(&self, _q: ListObjectsQuery) -> MetaResult<ListObjectsPage> {
+        Err(unsupported())
+    }
+    async fn list_versions(&self, _q: ListVersionsQuery) -> MetaResult<ListVersionsPage> {
+        Err(unsupported())
+    }
 
     // ---- multipart ----
 
-    async fn create_upload(&self, u: NewUpload) -> MetaResult<UploadInfo>;
-    async fn get_upload(&self, bucket: &str, key: &str, upload_id: &str) -> MetaResult<UploadInfo>;
+    async fn create_upload(&self, _u: NewUpload) -> MetaResult<UploadInfo> {
+        Err(unsupported())
+    }
+    async fn get_upload(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _upload_id: &str,
+    ) -> MetaResult<UploadInfo> {
+        Err(unsupported())
+    }
     /// Records (or replaces) a part; its blocks are durable already.
     async fn put_part(
         &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part: PartRecord,
-    ) -> MetaResult<()>;
+        _bucket: &str,
+        _key: &str,
+        _upload_id: &str,
+        _part: PartRecord,
+    ) -> MetaResult<()> {
+        Err(unsupported())
+    }
     /// Parts with number > `marker`, ascending, at most `max`.
     async fn list_parts(
         &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        marker: u32,
-        max: usize,
-    ) -> MetaResult<ListPartsPage>;
+        _bucket: &str,
+        _key: &str,
+        _upload_id: &str,
+        _marker: u32,
+        _max: usize,
+    ) -> MetaResult<ListPartsPage> {
+        Err(unsupported())
+    }
     /// Validates the list (`InvalidPart`, `InvalidPartOrder`,
     /// `EntityTooSmall`), then commits the object (ETag `md5-of-md5s-N`)
     /// and drops the upload in one Raft entry. Parts not listed lose their
     /// reference.
-    async fn complete_upload(&self, c: CompleteUpload) -> MetaResult<ObjectVersion>;
-    async fn abort_upload(&self, bucket: &str, key: &str, upload_id: &str) -> MetaResult<()>;
-    async fn list_uploads(&self, q: ListUploadsQuery) -> MetaResult<ListUploadsPage>;
+    async fn complete_upload(&self, _c: CompleteUpload) -> MetaResult<ObjectVersion> {
+        Err(unsupported())
+    }
+    async fn abort_upload(&self, _bucket: &str, _key: &str, _upload_id: &str) -> MetaResult<()> {
+        Err(unsupported())
+    }
+    async fn list_uploads(&self, _q: ListUploadsQuery) -> MetaResult<ListUploadsPage> {
+        Err(unsupported())
+    }
 
     // ---- access keys ----
 
-    async fn get_access_key(&self, access_key_id: &str) -> MetaResult<AccessKey>;
+    async fn get_access_key(&self, _access_key_id: &str) -> MetaResult<AccessKey> {
+        Err(unsupported())
+    }
     /// Creates the key when absent (used for the root key at start-up);
     /// returns the stored key.
-    async fn put_access_key(&self, key: AccessKey) -> MetaResult<AccessKey>;
-    async fn list_access_keys(&self) -> MetaResult<Vec<AccessKey>>;
-    async fn delete_access_key(&self, access_key_id: &str) -> MetaResult<()>;
+    async fn put_access_key(&self, _key: AccessKey) -> MetaResult<AccessKey> {
+        Err(unsupported())
+    }
+    async fn list_access_keys(&self) -> MetaResult<Vec<AccessKey>> {
+        Err(unsupported())
+    }
+    async fn delete_access_key(&self, _access_key_id: &str) -> MetaResult<()> {
+        Err(unsupported())
+    }
 
     // ---- blocks and datanodes ----
 
     /// Allocates `count` new block ids, each placed on datanodes, with a
     /// write token each.
-    async fn allocate_blocks(&self, count: usize) -> MetaResult<Vec<BlockAlloc>>;
+    async fn allocate_blocks(&self, _count: usize) -> MetaResult<Vec<BlockAlloc>> {
+        Err(unsupported())
+    }
     /// Of the given block ids, those no committed version or live upload
     /// part references (for datanode GC).
-    async fn unreferenced_blocks(&self, ids: Vec<String>) -> MetaResult<Vec<String>>;
-    async fn register_datanode(&self, info: DatanodeInfo) -> MetaResult<()>;
-    async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>>;
+    async fn unreferenced_blocks(&self, _ids: Vec<String>) -> MetaResult<Vec<String>> {
+        Err(unsupported())
+    }
+    async fn register_datanode(&self, _info: DatanodeInfo) -> MetaResult<()> {
+        Err(unsupported())
+    }
+    async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
+        Err(unsupported())
+    }
 
     // ---- cluster ----
 
-    async fn status(&self) -> MetaResult<MetaStatus>;
+    async fn status(&self) -> MetaResult<MetaStatus> {
+        Err(unsupported())
+    }
 
     // ---- replication ----
     //
-    // Default bodies answer `Unavailable` so test doubles need not
-    // implement them; `MetaNode` and `MetaClient` implement them all.
 
     /// Stores a bucket's replication configuration. `InvalidRequest` unless
     /// the bucket's versioning is Enabled (S3's rule; the OSS dialect may

@@ -11,7 +11,6 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use common::*;
 use godwit_common::meta_api::MetaResult;
-use godwit_common::types::*;
 use godwit_common::{BlockError, BlockStore, MetaApi};
 
 #[derive(Default)]
@@ -27,89 +26,6 @@ impl MetaApi for FakeMeta {
         self.asked.lock().unwrap().push(ids.clone());
         let refs = self.referenced.lock().unwrap();
         Ok(ids.into_iter().filter(|id| !refs.contains(id)).collect())
-    }
-
-    async fn create_bucket(&self, _: &str, _: &str, _: &str) -> MetaResult<BucketInfo> {
-        unimplemented!()
-    }
-    async fn get_bucket(&self, _: &str) -> MetaResult<BucketInfo> {
-        unimplemented!()
-    }
-    async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>> {
-        unimplemented!()
-    }
-    async fn delete_bucket(&self, _: &str) -> MetaResult<()> {
-        unimplemented!()
-    }
-    async fn set_versioning(&self, _: &str, _: VersioningState) -> MetaResult<()> {
-        unimplemented!()
-    }
-    async fn put_object(&self, _: NewObject) -> MetaResult<ObjectVersion> {
-        unimplemented!()
-    }
-    async fn get_object(&self, _: &str, _: &str, _: Option<&str>) -> MetaResult<ObjectRead> {
-        unimplemented!()
-    }
-    async fn delete_object(&self, _: &str, _: &str, _: Option<&str>) -> MetaResult<DeleteOutcome> {
-        unimplemented!()
-    }
-    async fn list_objects(&self, _: ListObjectsQuery) -> MetaResult<ListObjectsPage> {
-        unimplemented!()
-    }
-    async fn list_versions(&self, _: ListVersionsQuery) -> MetaResult<ListVersionsPage> {
-        unimplemented!()
-    }
-    async fn create_upload(&self, _: NewUpload) -> MetaResult<UploadInfo> {
-        unimplemented!()
-    }
-    async fn get_upload(&self, _: &str, _: &str, _: &str) -> MetaResult<UploadInfo> {
-        unimplemented!()
-    }
-    async fn put_part(&self, _: &str, _: &str, _: &str, _: PartRecord) -> MetaResult<()> {
-        unimplemented!()
-    }
-    async fn list_parts(
-        &self,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: u32,
-        _: usize,
-    ) -> MetaResult<ListPartsPage> {
-        unimplemented!()
-    }
-    async fn complete_upload(&self, _: CompleteUpload) -> MetaResult<ObjectVersion> {
-        unimplemented!()
-    }
-    async fn abort_upload(&self, _: &str, _: &str, _: &str) -> MetaResult<()> {
-        unimplemented!()
-    }
-    async fn list_uploads(&self, _: ListUploadsQuery) -> MetaResult<ListUploadsPage> {
-        unimplemented!()
-    }
-    async fn get_access_key(&self, _: &str) -> MetaResult<AccessKey> {
-        unimplemented!()
-    }
-    async fn put_access_key(&self, _: AccessKey) -> MetaResult<AccessKey> {
-        unimplemented!()
-    }
-    async fn list_access_keys(&self) -> MetaResult<Vec<AccessKey>> {
-        unimplemented!()
-    }
-    async fn delete_access_key(&self, _: &str) -> MetaResult<()> {
-        unimplemented!()
-    }
-    async fn allocate_blocks(&self, _: usize) -> MetaResult<Vec<BlockAlloc>> {
-        unimplemented!()
-    }
-    async fn register_datanode(&self, _: DatanodeInfo) -> MetaResult<()> {
-        unimplemented!()
-    }
-    async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
-        unimplemented!()
-    }
-    async fn status(&self) -> MetaResult<MetaStatus> {
-        unimplemented!()
     }
 }
 

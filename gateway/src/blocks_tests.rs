@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use godwit_common::block_api::BlockWritten;
 use godwit_common::meta_api::MetaResult;
 use godwit_common::types::*;
-use godwit_common::{BlockStore, MetaError};
+use godwit_common::BlockStore;
 
 use super::*;
 use crate::error::into_io;
@@ -33,93 +33,6 @@ impl MetaApi for Allocator {
                 }
             })
             .collect())
-    }
-    async fn create_bucket(&self, _a0: &str, _a1: &str, _a2: &str) -> MetaResult<BucketInfo> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn get_bucket(&self, _a0: &str) -> MetaResult<BucketInfo> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn delete_bucket(&self, _a0: &str) -> MetaResult<()> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn set_versioning(&self, _a0: &str, _a1: VersioningState) -> MetaResult<()> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn put_object(&self, _a0: NewObject) -> MetaResult<ObjectVersion> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn get_object(&self, _a0: &str, _a1: &str, _a2: Option<&str>) -> MetaResult<ObjectRead> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn delete_object(
-        &self,
-        _a0: &str,
-        _a1: &str,
-        _a2: Option<&str>,
-    ) -> MetaResult<DeleteOutcome> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn list_objects(&self, _a0: ListObjectsQuery) -> MetaResult<ListObjectsPage> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn list_versions(&self, _a0: ListVersionsQuery) -> MetaResult<ListVersionsPage> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn create_upload(&self, _a0: NewUpload) -> MetaResult<UploadInfo> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn get_upload(&self, _a0: &str, _a1: &str, _a2: &str) -> MetaResult<UploadInfo> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn put_part(&self, _a0: &str, _a1: &str, _a2: &str, _a3: PartRecord) -> MetaResult<()> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn list_parts(
-        &self,
-        _a0: &str,
-        _a1: &str,
-        _a2: &str,
-        _a3: u32,
-        _a4: usize,
-    ) -> MetaResult<ListPartsPage> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn complete_upload(&self, _a0: CompleteUpload) -> MetaResult<ObjectVersion> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn abort_upload(&self, _a0: &str, _a1: &str, _a2: &str) -> MetaResult<()> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn list_uploads(&self, _a0: ListUploadsQuery) -> MetaResult<ListUploadsPage> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn get_access_key(&self, _a0: &str) -> MetaResult<AccessKey> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn put_access_key(&self, _a0: AccessKey) -> MetaResult<AccessKey> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn list_access_keys(&self) -> MetaResult<Vec<AccessKey>> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn delete_access_key(&self, _a0: &str) -> MetaResult<()> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn unreferenced_blocks(&self, _a0: Vec<String>) -> MetaResult<Vec<String>> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn register_datanode(&self, _a0: DatanodeInfo) -> MetaResult<()> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
-        Err(MetaError::Internal("unused".into()))
-    }
-    async fn status(&self) -> MetaResult<MetaStatus> {
-        Err(MetaError::Internal("unused".into()))
     }
 }
 
