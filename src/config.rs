@@ -334,11 +334,8 @@ pub struct DatanodeArgs {
     pub admin_listen: Option<String>,
     #[arg(long, env = "GODWIT_NODE_ID")]
     pub node_id: Option<u64>,
-    /// Meta nodes' internal URLs, comma separated.
-    #[arg(long, env = "GODWIT_META_ENDPOINTS", value_delimiter = ',')]
-    pub meta_endpoints: Option<Vec<String>>,
-    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
-    pub cluster_secret: Option<String>,
+    #[command(flatten)]
+    pub meta_link: MetaLinkArgs,
     #[command(flatten)]
     pub storage: StorageArgs,
 }
@@ -350,8 +347,7 @@ pub struct DatanodeRoleConfig {
     pub advertise: String,
     pub admin_listen: String,
     pub node_id: u64,
-    pub meta_endpoints: Vec<String>,
-    pub cluster_secret: String,
+    pub meta: MetaLink,
     pub storage: Storage,
 }
 
@@ -377,15 +373,40 @@ impl DatanodeRoleConfig {
                 .or(f.admin_listen.take())
                 .unwrap_or_else(|| "127.0.0.1:9004".into()),
             node_id: a.node_id.or(f.node_id).unwrap_or(1),
-            meta_endpoints: a
+            meta: a.meta_link.resolve(&mut f)?,
+            storage: Storage::resolve(a.storage, &mut f)?,
+        })
+    }
+}
+
+/// How a role that is not meta reaches the region's meta nodes.
+#[derive(Args, Debug)]
+pub struct MetaLinkArgs {
+    /// Meta nodes' internal URLs, comma separated.
+    #[arg(long, env = "GODWIT_META_ENDPOINTS", value_delimiter = ',')]
+    pub meta_endpoints: Option<Vec<String>>,
+    /// Shared secret of the region's internal traffic.
+    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct MetaLink {
+    pub endpoints: Vec<String>,
+    pub cluster_secret: String,
+}
+
+impl MetaLinkArgs {
+    fn resolve(self, f: &mut FileConfig) -> anyhow::Result<MetaLink> {
+        Ok(MetaLink {
+            endpoints: self
                 .meta_endpoints
                 .or(f.meta_endpoints.take())
                 .context("--meta-endpoints is required")?,
             cluster_secret: required(
-                a.cluster_secret.or(f.cluster_secret.take()),
+                self.cluster_secret.or(f.cluster_secret.take()),
                 "--cluster-secret",
             )?,
-            storage: Storage::resolve(a.storage, &mut f)?,
         })
     }
 }
@@ -400,10 +421,8 @@ pub struct GatewayArgs {
     pub admin_listen: Option<String>,
     #[arg(long, env = "GODWIT_REGION")]
     pub region: Option<String>,
-    #[arg(long, env = "GODWIT_META_ENDPOINTS", value_delimiter = ',')]
-    pub meta_endpoints: Option<Vec<String>>,
-    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
-    pub cluster_secret: Option<String>,
+    #[command(flatten)]
+    pub meta_link: MetaLinkArgs,
     #[command(flatten)]
     pub storage: StorageArgs,
 }
@@ -413,8 +432,7 @@ pub struct GatewayRoleConfig {
     pub s3_listen: String,
     pub admin_listen: String,
     pub region: String,
-    pub meta_endpoints: Vec<String>,
-    pub cluster_secret: String,
+    pub meta: MetaLink,
     pub storage: Storage,
 }
 
@@ -434,14 +452,7 @@ impl GatewayRoleConfig {
                 .region
                 .or(f.region.take())
                 .unwrap_or_else(|| DEFAULT_REGION.into()),
-            meta_endpoints: a
-                .meta_endpoints
-                .or(f.meta_endpoints.take())
-                .context("--meta-endpoints is required")?,
-            cluster_secret: required(
-                a.cluster_secret.or(f.cluster_secret.take()),
-                "--cluster-secret",
-            )?,
+            meta: a.meta_link.resolve(&mut f)?,
             storage: Storage::resolve(a.storage, &mut f)?,
         })
     }
@@ -456,10 +467,8 @@ pub struct ReplicatorArgs {
     pub region: Option<String>,
     #[arg(long, env = "GODWIT_ADMIN_LISTEN")]
     pub admin_listen: Option<String>,
-    #[arg(long, env = "GODWIT_META_ENDPOINTS", value_delimiter = ',')]
-    pub meta_endpoints: Option<Vec<String>>,
-    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
-    pub cluster_secret: Option<String>,
+    #[command(flatten)]
+    pub meta_link: MetaLinkArgs,
     #[command(flatten)]
     pub replication: ReplicationArgs,
 }
@@ -467,8 +476,7 @@ pub struct ReplicatorArgs {
 #[derive(Debug)]
 pub struct ReplicatorRoleConfig {
     pub admin_listen: String,
-    pub meta_endpoints: Vec<String>,
-    pub cluster_secret: String,
+    pub meta: MetaLink,
     pub replication: godwit_replication::ReplicatorConfig,
 }
 
@@ -484,14 +492,7 @@ impl ReplicatorRoleConfig {
                 .admin_listen
                 .or(f.admin_listen.take())
                 .unwrap_or_else(|| "127.0.0.1:9005".into()),
-            meta_endpoints: a
-                .meta_endpoints
-                .or(f.meta_endpoints.take())
-                .context("--meta-endpoints is required")?,
-            cluster_secret: required(
-                a.cluster_secret.or(f.cluster_secret.take()),
-                "--cluster-secret",
-            )?,
+            meta: a.meta_link.resolve(&mut f)?,
             replication: a.replication.resolve(&region),
         })
     }

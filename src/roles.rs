@@ -253,9 +253,9 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     listen::cancel_on_signal(shutdown.clone());
     let mut tasks = Vec::new();
-    let secret = ClusterSecret::new(&cfg.cluster_secret);
+    let secret = ClusterSecret::new(&cfg.meta.cluster_secret);
     let meta: Arc<dyn MetaApi> =
-        Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
+        Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
     let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
     let internal = listen::bind(&cfg.listen).await?;
     let datanode = Datanode::open(DatanodeConfig {
@@ -296,9 +296,9 @@ pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     listen::cancel_on_signal(shutdown.clone());
     let mut tasks = Vec::new();
-    let secret = ClusterSecret::new(&cfg.cluster_secret);
+    let secret = ClusterSecret::new(&cfg.meta.cluster_secret);
     let meta: Arc<dyn MetaApi> =
-        Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
+        Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
     let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
     let s3_listener = listen::bind(&cfg.s3_listen).await?;
     let router = NetworkRouter::new(secret);
@@ -333,9 +333,9 @@ pub async fn run_replicator(cfg: ReplicatorRoleConfig) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     listen::cancel_on_signal(shutdown.clone());
     let mut tasks = Vec::new();
-    let secret = ClusterSecret::new(&cfg.cluster_secret);
+    let secret = ClusterSecret::new(&cfg.meta.cluster_secret);
     let meta: Arc<dyn MetaApi> =
-        Arc::new(MetaClient::new(cfg.meta_endpoints.clone(), secret.clone()));
+        Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
     let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
     let router = NetworkRouter::new(secret);
     until_ok("waiting for a registered datanode", || async {
