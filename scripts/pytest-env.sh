@@ -10,15 +10,20 @@ set -euo pipefail
 VENV="${GODWIT_VENV:-/var/tmp/godwit-venv}"
 PYTHON="${PYTHON:-python3}"
 
+# oss2 (V1/V4) and alibabacloud-oss-v2 drive the OSS dialect; faker feeds
+# the seed article's upload script unchanged.
 # awscli v1 vendors its own botocore and s3transfer, so its pin is
 # independent of boto3's. awscrt (the botocore[crt] extra) lets botocore
 # compute and verify CRC32C and CRC64NVME checksums.
 PINS=(
     "awscli==1.46.3"
     "awscrt==0.38.0"
+    "alibabacloud-oss-v2==1.4.1"
     "boto3==1.44.8"
     "botocore==1.44.8"
+    "faker==40.54.0"
     "moto[server]==5.2.5"
+    "oss2==2.19.1"
     "pytest==9.2.0"
     "pytest-timeout==2.4.0"
     "requests==2.34.2"

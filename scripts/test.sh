@@ -7,9 +7,11 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/godwit-target}"
 # One cargo invocation for everything: a different package selection
 # resolves different build-dependency features and would compile RocksDB's
-# C++ again. `cargo test` also builds target/debug/godwit for pytest.
+# C++ again. Tests run in the release profile so that the binary they
+# build (target/release/godwit, used by pytest) is also the one the
+# container image holds: RocksDB is compiled once per CI run.
 echo "== cargo test"
-cargo test --workspace -- --test-threads=2
+cargo test --release --workspace -- --test-threads=2
 echo "== pytest (aws-cli, boto3)"
 VENV="$(./scripts/pytest-env.sh)"
-GODWIT_BIN="$CARGO_TARGET_DIR/debug/godwit" "$VENV/bin/python" -m pytest -q tests/py "$@"
+GODWIT_BIN="$CARGO_TARGET_DIR/release/godwit" "$VENV/bin/python" -m pytest -q tests/py "$@"

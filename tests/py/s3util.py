@@ -44,7 +44,7 @@ SECRET_KEY = "godwit/test/SecretKey/0123456789abcdefgh"
 KIB = 1024
 MIB = 1024 * 1024
 
-DEFAULT_BIN = "/var/tmp/godwit-target/debug/godwit"
+DEFAULT_BIN = "/var/tmp/godwit-target/release/godwit"
 HEALTH_TIMEOUT_SECS = 60.0
 STOP_TIMEOUT_SECS = 10.0
 
