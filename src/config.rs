@@ -44,6 +44,27 @@ pub struct FileConfig {
     pub gc_interval_secs: Option<u64>,
     pub io_backend: Option<String>,
     pub bootstrap: Option<bool>,
+    pub replication_factor: Option<usize>,
+    pub write_quorum: Option<usize>,
+    pub datanode_down_secs: Option<u64>,
+    pub repair_interval_secs: Option<u64>,
+    pub zone: Option<String>,
+    pub heartbeat_interval_secs: Option<u64>,
+    pub scrub_interval_secs: Option<u64>,
+    pub scrub_bytes_per_sec: Option<u64>,
+    /// Virtual-hosted-style domains (`--domain`).
+    pub domains: Option<Vec<String>>,
+    /// Meta peers: `["1=http://meta1:9002", ...]` or one comma-separated
+    /// string.
+    pub peers: Option<PeersToml>,
+}
+
+/// `peers` in a TOML file: a list of `ID=URL`, or one string of them.
+#[derive(Deserialize, Debug)]
+#[serde(untagged)]
+pub enum PeersToml {
+    List(Vec<String>),
+    One(String),
 }
 
 fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -55,6 +76,17 @@ fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
             toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))
         }
     }
+}
+
+/// `--domain` flags (or `GODWIT_DOMAINS`) if any, else the file's
+/// `domains`, normalized.
+fn resolve_domains(flags: Vec<String>, f: &mut FileConfig) -> Vec<String> {
+    let domains = if flags.is_empty() {
+        f.domains.take().unwrap_or_default()
+    } else {
+        flags
+    };
+    godwit_gateway::vhost::normalize_domains(domains)
 }
 
 /// Which block I/O backend a datanode uses.
@@ -161,10 +193,18 @@ pub struct ServerArgs {
     /// Region name (the S3 LocationConstraint of this endpoint).
     #[arg(long, env = "GODWIT_REGION")]
     pub region: Option<String>,
+    /// Domain for virtual-hosted-style requests (`<bucket>.<domain>`);
+    /// repeat the flag or separate with commas. Path style always works.
+    #[arg(long = "domain", env = "GODWIT_DOMAINS", value_delimiter = ',')]
+    pub domains: Vec<String>,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]
     pub replication: ReplicationArgs,
+    #[command(flatten)]
+    pub tier: TierArgs,
+    #[command(flatten)]
+    pub datanode_tier: DatanodeTierArgs,
 }
 
 #[derive(Debug, Clone)]
@@ -213,8 +253,12 @@ pub struct ServerConfig {
     pub s3_listen: String,
     pub admin_listen: String,
     pub region: String,
+    /// Virtual-hosted-style domains, normalized.
+    pub domains: Vec<String>,
     pub storage: Storage,
     pub replication: godwit_replication::ReplicatorConfig,
+    pub tier: Tier,
+    pub datanode_tier: DatanodeTier,
 }
 
 impl ServerConfig {
@@ -225,8 +269,11 @@ impl ServerConfig {
             .or(f.region.take())
             .unwrap_or_else(|| DEFAULT_REGION.into());
         Ok(ServerConfig {
+            tier: a.tier.resolve(&mut f)?,
+            datanode_tier: a.datanode_tier.resolve(&mut f),
             replication: a.replication.resolve(&region),
             region,
+            domains: resolve_domains(a.domains, &mut f),
             data_dir: a
                 .data_dir
                 .or(f.data_dir.take())
@@ -264,11 +311,20 @@ pub struct MetaArgs {
     /// Shared secret of the region's internal traffic.
     #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
     pub cluster_secret: Option<String>,
-    /// Initialize a one-node Raft group with this node when uninitialized.
+    /// Initialize a one-node Raft group with this node when uninitialized
+    /// (ignored with --peers).
     #[arg(long, env = "GODWIT_BOOTSTRAP")]
     pub bootstrap: Option<bool>,
+    /// The meta group's initial members, `ID=URL` comma separated (e.g.
+    /// `1=http://meta1:9002,2=http://meta2:9002,3=http://meta3:9002`).
+    /// When the group is uninitialized, the lowest id initializes it with
+    /// all of them; the others wait to be contacted.
+    #[arg(long, env = "GODWIT_PEERS", value_delimiter = ',')]
+    pub peers: Option<Vec<String>>,
     #[command(flatten)]
     pub storage: StorageArgs,
+    #[command(flatten)]
+    pub tier: TierArgs,
 }
 
 #[derive(Debug)]
@@ -280,7 +336,10 @@ pub struct MetaRoleConfig {
     pub node_id: u64,
     pub cluster_secret: String,
     pub bootstrap: bool,
+    /// Node id -> `host:port`; empty without --peers.
+    pub peers: std::collections::BTreeMap<u64, String>,
     pub storage: Storage,
+    pub tier: Tier,
 }
 
 fn required(v: Option<String>, what: &str) -> anyhow::Result<String> {
@@ -314,6 +373,12 @@ impl MetaRoleConfig {
                 "--cluster-secret",
             )?,
             bootstrap: a.bootstrap.or(f.bootstrap).unwrap_or(true),
+            tier: a.tier.resolve(&mut f)?,
+            peers: godwit_meta::cluster::parse_peers(&match (a.peers, f.peers.take()) {
+                (Some(p), _) | (None, Some(PeersToml::List(p))) => p,
+                (None, Some(PeersToml::One(p))) => vec![p],
+                (None, None) => Vec::new(),
+            })?,
             storage: Storage::resolve(a.storage, &mut f)?,
         })
     }
@@ -338,6 +403,8 @@ pub struct DatanodeArgs {
     pub meta_link: MetaLinkArgs,
     #[command(flatten)]
     pub storage: StorageArgs,
+    #[command(flatten)]
+    pub datanode_tier: DatanodeTierArgs,
 }
 
 #[derive(Debug)]
@@ -349,6 +416,7 @@ pub struct DatanodeRoleConfig {
     pub node_id: u64,
     pub meta: MetaLink,
     pub storage: Storage,
+    pub tier: DatanodeTier,
 }
 
 impl DatanodeRoleConfig {
@@ -374,6 +442,7 @@ impl DatanodeRoleConfig {
                 .unwrap_or_else(|| "127.0.0.1:9004".into()),
             node_id: a.node_id.or(f.node_id).unwrap_or(1),
             meta: a.meta_link.resolve(&mut f)?,
+            tier: a.datanode_tier.resolve(&mut f),
             storage: Storage::resolve(a.storage, &mut f)?,
         })
     }
@@ -421,6 +490,10 @@ pub struct GatewayArgs {
     pub admin_listen: Option<String>,
     #[arg(long, env = "GODWIT_REGION")]
     pub region: Option<String>,
+    /// Domain for virtual-hosted-style requests (`<bucket>.<domain>`);
+    /// repeat the flag or separate with commas. Path style always works.
+    #[arg(long = "domain", env = "GODWIT_DOMAINS", value_delimiter = ',')]
+    pub domains: Vec<String>,
     #[command(flatten)]
     pub meta_link: MetaLinkArgs,
     #[command(flatten)]
@@ -432,6 +505,8 @@ pub struct GatewayRoleConfig {
     pub s3_listen: String,
     pub admin_listen: String,
     pub region: String,
+    /// Virtual-hosted-style domains, normalized.
+    pub domains: Vec<String>,
     pub meta: MetaLink,
     pub storage: Storage,
 }
@@ -440,6 +515,7 @@ impl GatewayRoleConfig {
     pub fn resolve(a: GatewayArgs) -> anyhow::Result<Self> {
         let mut f = load_file(a.config.as_deref())?;
         Ok(GatewayRoleConfig {
+            domains: resolve_domains(a.domains, &mut f),
             s3_listen: a
                 .s3_listen
                 .or(f.s3_listen.take())
@@ -495,5 +571,122 @@ impl ReplicatorRoleConfig {
             meta: a.meta_link.resolve(&mut f)?,
             replication: a.replication.resolve(&region),
         })
+    }
+}
+
+// ---- the datanode tier (replication factor, liveness, repair, scrub) ----
+
+/// Heartbeat period of datanodes.
+pub const DEFAULT_HEARTBEAT_INTERVAL_SECS: u64 = 3;
+/// Pause between two scrubber passes.
+pub const DEFAULT_SCRUB_INTERVAL_SECS: u64 = 24 * 3600;
+/// Scrubber read rate: low enough to leave the disk to clients.
+pub const DEFAULT_SCRUB_BYTES_PER_SEC: u64 = 16 << 20;
+
+/// Block placement and repair policy (meta, and the all-in-one server).
+#[derive(Args, Debug, Default)]
+pub struct TierArgs {
+    /// Copies of each block, on distinct datanodes (distinct zones when
+    /// datanodes declare --zone). Default 1.
+    #[arg(long, env = "GODWIT_REPLICATION_FACTOR")]
+    pub replication_factor: Option<usize>,
+    /// Durable acks a block write needs before the object commits
+    /// (default: the replication factor); missing copies are repaired.
+    #[arg(long, env = "GODWIT_WRITE_QUORUM")]
+    pub write_quorum: Option<usize>,
+    /// A datanode without a heartbeat for this long is down (default 15).
+    #[arg(long, env = "GODWIT_DATANODE_DOWN_SECS")]
+    pub datanode_down_secs: Option<u64>,
+    /// Pause between two repair rounds of the meta leader (default 5).
+    #[arg(long, env = "GODWIT_REPAIR_INTERVAL_SECS")]
+    pub repair_interval_secs: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tier {
+    pub replication_factor: usize,
+    pub policy: godwit_meta::DatanodePolicy,
+}
+
+impl TierArgs {
+    fn resolve(self, f: &mut FileConfig) -> anyhow::Result<Tier> {
+        let rf = self.replication_factor.or(f.replication_factor).unwrap_or(1);
+        anyhow::ensure!(rf >= 1, "--replication-factor must be at least 1");
+        let quorum = self.write_quorum.or(f.write_quorum).unwrap_or(rf);
+        anyhow::ensure!(
+            (1..=rf).contains(&quorum),
+            "--write-quorum must be between 1 and the replication factor ({rf})"
+        );
+        let d = godwit_meta::DatanodePolicy::default();
+        let secs = |v: Option<u64>, dflt: std::time::Duration| {
+            v.map(|s| std::time::Duration::from_secs(s.max(1)))
+                .unwrap_or(dflt)
+        };
+        Ok(Tier {
+            replication_factor: rf,
+            policy: godwit_meta::DatanodePolicy {
+                write_quorum: quorum,
+                down_after: secs(
+                    self.datanode_down_secs.or(f.datanode_down_secs),
+                    d.down_after,
+                ),
+                repair_interval: secs(
+                    self.repair_interval_secs.or(f.repair_interval_secs),
+                    d.repair_interval,
+                ),
+            },
+        })
+    }
+}
+
+/// What a datanode adds to the tier: its zone, heartbeat and scrubber.
+#[derive(Args, Debug, Default)]
+pub struct DatanodeTierArgs {
+    /// Failure domain of this datanode (rack, host, availability zone):
+    /// copies of a block go to distinct zones.
+    #[arg(long, env = "GODWIT_ZONE")]
+    pub zone: Option<String>,
+    /// Heartbeat period to meta (default 3).
+    #[arg(long, env = "GODWIT_HEARTBEAT_INTERVAL_SECS")]
+    pub heartbeat_interval_secs: Option<u64>,
+    /// Pause between two scrubber passes over every block (default 86400).
+    #[arg(long, env = "GODWIT_SCRUB_INTERVAL_SECS")]
+    pub scrub_interval_secs: Option<u64>,
+    /// Scrubber read rate limit in bytes/s (default 16 MiB/s; 0: none).
+    #[arg(long, env = "GODWIT_SCRUB_BYTES_PER_SEC")]
+    pub scrub_bytes_per_sec: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DatanodeTier {
+    pub zone: Option<String>,
+    pub heartbeat_interval: std::time::Duration,
+    pub scrub: godwit_datanode::ScrubConfig,
+}
+
+impl DatanodeTierArgs {
+    fn resolve(self, f: &mut FileConfig) -> DatanodeTier {
+        let secs = std::time::Duration::from_secs;
+        DatanodeTier {
+            zone: self.zone.or(f.zone.take()).filter(|z| !z.is_empty()),
+            heartbeat_interval: secs(
+                self.heartbeat_interval_secs
+                    .or(f.heartbeat_interval_secs)
+                    .unwrap_or(DEFAULT_HEARTBEAT_INTERVAL_SECS)
+                    .max(1),
+            ),
+            scrub: godwit_datanode::ScrubConfig {
+                interval: secs(
+                    self.scrub_interval_secs
+                        .or(f.scrub_interval_secs)
+                        .unwrap_or(DEFAULT_SCRUB_INTERVAL_SECS)
+                        .max(1),
+                ),
+                bytes_per_sec: self
+                    .scrub_bytes_per_sec
+                    .or(f.scrub_bytes_per_sec)
+                    .unwrap_or(DEFAULT_SCRUB_BYTES_PER_SEC),
+            },
+        }
     }
 }

@@ -35,6 +35,29 @@ enum Command {
     /// Replays the OSS RTC verification on two in-process regions:
     /// replication time of small files and of a large file, RTC off and on.
     Demo(demo::DemoArgs),
+    /// Exits 0 when a URL answers 200 (the container health check: the
+    /// image has no shell and no curl).
+    Health(HealthArgs),
+}
+
+#[derive(clap::Args)]
+struct HealthArgs {
+    /// What to GET, e.g. an admin listener's /health.
+    #[arg(long, default_value = "http://127.0.0.1:9001/health")]
+    url: String,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 5)]
+    timeout_secs: u64,
+}
+
+/// GETs `url`; an error unless the answer is 200 OK.
+async fn health(a: HealthArgs) -> anyhow::Result<()> {
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(a.timeout_secs))
+        .build()?;
+    let status = client.get(&a.url).send().await?.status();
+    anyhow::ensure!(status == reqwest::StatusCode::OK, "{}: {status}", a.url);
+    Ok(())
 }
 
 fn init_tracing() {
@@ -80,5 +103,6 @@ async fn main() -> anyhow::Result<()> {
             }
             demo::run(a).await
         }
+        Command::Health(a) => health(a).await,
     }
 }

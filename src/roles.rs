@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admin::server::AdminState;
 use crate::config::{
-    DatanodeRoleConfig, GatewayRoleConfig, IoBackend, MetaRoleConfig, ReplicatorRoleConfig,
-    ServerConfig, Storage,
+    DatanodeRoleConfig, DatanodeTier, GatewayRoleConfig, IoBackend, MetaRoleConfig,
+    ReplicatorRoleConfig, ServerConfig, Storage,
 };
 use crate::credentials::{self, RootCredentials};
 use crate::listen;
@@ -54,12 +54,13 @@ async fn install_root_key(meta: &dyn MetaApi, creds: &RootCredentials) -> anyhow
     Ok(())
 }
 
-fn gateway_config(region: &str, s: &Storage) -> GatewayConfig {
+fn gateway_config(region: &str, s: &Storage, domains: &[String]) -> GatewayConfig {
     GatewayConfig {
         region: region.to_string(),
         inline_threshold: s.inline_threshold,
         block_size: s.block_size,
         max_object_size: 5 << 40,
+        domains: domains.to_vec(),
     }
 }
 
@@ -127,11 +128,12 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         cluster_secret: secret.clone(),
         inline_threshold: cfg.storage.inline_threshold,
         min_part_size: cfg.storage.min_part_size,
-        replication_factor: 1,
+        replication_factor: cfg.tier.replication_factor,
         bootstrap: true,
     })
     .await?;
     meta.set_replication_max_attempts(cfg.replication.max_attempts);
+    meta.set_datanode_policy(cfg.tier.policy.clone());
     let meta_api: Arc<dyn MetaApi> = meta.clone();
     let datanode = Datanode::open(DatanodeConfig {
         node_id: LOCAL_DATANODE_ID,
@@ -144,7 +146,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         .register_datanode(DatanodeInfo {
             id: LOCAL_DATANODE_ID,
             addr: "in-process".into(),
-            zone: None,
+            zone: cfg.datanode_tier.zone.clone(),
         })
         .await?;
     install_root_key(meta_api.as_ref(), &root).await?;
@@ -155,17 +157,28 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         shutdown.clone(),
     );
 
+    let (heartbeat, scrubber) = start_datanode_upkeep(
+        &datanode,
+        &meta_api,
+        "in-process",
+        &cfg.datanode_tier,
+        &shutdown,
+    );
+
     let nodes: HashMap<u64, Arc<dyn BlockStore>> =
         HashMap::from([(LOCAL_DATANODE_ID, datanode.clone() as Arc<dyn BlockStore>)]);
-    let router: Arc<dyn godwit_common::BlockRouter> = Arc::new(LocalRouter::new(nodes));
+    let router: Arc<dyn godwit_common::BlockRouter> =
+        Arc::new(LocalRouter::new(nodes).report_to(meta_api.clone()));
+    meta.start_repair(router.clone());
     let gateway = Gateway::new(
-        gateway_config(&cfg.region, &cfg.storage),
+        gateway_config(&cfg.region, &cfg.storage, &cfg.domains),
         meta_api.clone(),
         router.clone(),
     );
     let replicator =
         Replicator::new(cfg.replication.clone(), meta_api.clone(), router).spawn(shutdown.clone());
     admin.set_meta(meta_api.clone());
+    admin.set_meta_node(meta.clone(), root.clone());
     tracing::info!(addr = %s3_listener.local_addr()?, region = %cfg.region, data_dir = %cfg.data_dir.display(), "S3 listener");
     tasks.push(tokio::spawn(listen::serve(
         s3_listener,
@@ -177,6 +190,8 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
     let stopped = tokio::spawn(async move {
         let result = join_all(tasks).await;
         let _ = gc.await;
+        let _ = heartbeat.await;
+        let _ = scrubber.await;
         let _ = replicator.await;
         meta.shutdown().await;
         tracing::info!("stopped");
@@ -200,33 +215,97 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
     let internal = listen::bind(&cfg.listen).await?;
     let secret = ClusterSecret::new(&cfg.cluster_secret);
     let root = credentials::root_credentials(&cfg.data_dir)?;
+    // With --peers, the address the group knows this node by is its entry.
+    let advertise = cfg
+        .peers
+        .get(&cfg.node_id)
+        .cloned()
+        .unwrap_or_else(|| cfg.advertise.clone());
     let meta = MetaNode::open(MetaConfig {
         node_id: cfg.node_id,
         data_dir: cfg.data_dir.join("meta"),
-        advertise_addr: cfg.advertise.clone(),
+        advertise_addr: advertise,
         cluster_secret: secret,
         inline_threshold: cfg.storage.inline_threshold,
         min_part_size: cfg.storage.min_part_size,
-        replication_factor: 1,
-        bootstrap: cfg.bootstrap,
+        replication_factor: cfg.tier.replication_factor,
+        bootstrap: cfg.bootstrap && cfg.peers.is_empty(),
     })
     .await?;
+    meta.set_datanode_policy(cfg.tier.policy.clone());
+    // The repair loop (active on the leader) reaches datanodes through
+    // their registry, read from this node itself.
+    let block_router = NetworkRouter::new(ClusterSecret::new(&cfg.cluster_secret));
+    block_router.spawn_refresh(meta.clone(), Duration::from_secs(5));
+    meta.start_repair(block_router);
     // Replicator roles decide when a task has failed for good
     // (`--replication-max-attempts`); meta adds no lower limit of its own.
     meta.set_replication_max_attempts(u32::MAX);
+    // Serve Raft before joining: the peers must reach this node to elect.
     tasks.push(tokio::spawn(listen::serve(
         internal,
         godwit_meta::router(meta.clone()),
         shutdown.clone(),
     )));
-    let meta_api: Arc<dyn MetaApi> = meta.clone();
-    install_root_key(meta_api.as_ref(), &root).await?;
-    admin.set_meta(meta_api);
-    admin.ready.store(true, Ordering::Release);
-    tracing::info!(listen = %cfg.listen, node_id = cfg.node_id, "meta role ready");
+    if !cfg.peers.is_empty() {
+        meta.join_peers(&cfg.peers).await?;
+    }
+    admin.set_meta_node(meta.clone(), root.clone());
+    // The root key is a Raft write: it waits for a quorum (the other meta
+    // nodes may start later), and the node is ready once it is stored.
+    let ready = tokio::spawn({
+        let meta = meta.clone();
+        let admin = admin.clone();
+        let shutdown = shutdown.clone();
+        let node_id = cfg.node_id;
+        async move {
+            let meta_api: Arc<dyn MetaApi> = meta;
+            let mut attempts = 0u32;
+            loop {
+                match install_root_key(meta_api.as_ref(), &root).await {
+                    Ok(()) => break,
+                    Err(e) => {
+                        // Every 10 s.
+                        if attempts.is_multiple_of(20) {
+                            tracing::info!(error = %e, "waiting for a meta quorum");
+                        }
+                        attempts += 1;
+                        tokio::select! {
+                            _ = shutdown.cancelled() => return,
+                            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                        }
+                    }
+                }
+            }
+            admin.set_meta(meta_api);
+            admin.ready.store(true, Ordering::Release);
+            tracing::info!(node_id, "meta role ready");
+        }
+    });
+    tracing::info!(listen = %cfg.listen, node_id = cfg.node_id, "meta role serving");
     let result = join_all(tasks).await;
+    ready.abort();
     meta.shutdown().await;
     result
+}
+
+/// A datanode's heartbeat and scrubber tasks.
+fn start_datanode_upkeep(
+    datanode: &Arc<Datanode>,
+    meta: &Arc<dyn MetaApi>,
+    advertise: &str,
+    tier: &DatanodeTier,
+    shutdown: &CancellationToken,
+) -> (tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>) {
+    let heartbeat = datanode.spawn_heartbeat(
+        meta.clone(),
+        advertise.to_string(),
+        tier.zone.clone(),
+        tier.heartbeat_interval,
+        shutdown.clone(),
+    );
+    let scrubber = datanode.spawn_scrubber(meta.clone(), tier.scrub.clone(), shutdown.clone());
+    (heartbeat, scrubber)
 }
 
 /// Retries a start-up call until meta answers (roles may start in any order).
@@ -273,7 +352,7 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
     let info = DatanodeInfo {
         id: cfg.node_id,
         addr: cfg.advertise.clone(),
-        zone: None,
+        zone: cfg.tier.zone.clone(),
     };
     until_ok("registering with meta", || async {
         Ok(meta.register_datanode(info.clone()).await?)
@@ -285,10 +364,14 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
         cfg.storage.gc_interval,
         shutdown.clone(),
     );
+    let (heartbeat, scrubber) =
+        start_datanode_upkeep(&datanode, &meta, &cfg.advertise, &cfg.tier, &shutdown);
     admin.ready.store(true, Ordering::Release);
-    tracing::info!(listen = %cfg.listen, node_id = cfg.node_id, "datanode role ready");
+    tracing::info!(listen = %cfg.listen, node_id = cfg.node_id, zone = ?cfg.tier.zone, "datanode role ready");
     let result = join_all(tasks).await;
     let _ = gc.await;
+    let _ = heartbeat.await;
+    let _ = scrubber.await;
     result
 }
 
@@ -313,8 +396,9 @@ pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
     })
     .await?;
     router.spawn_refresh(meta.clone(), Duration::from_secs(5));
+    router.report_to(meta.clone());
     let gateway = Gateway::new(
-        gateway_config(&cfg.region, &cfg.storage),
+        gateway_config(&cfg.region, &cfg.storage, &cfg.domains),
         meta.clone(),
         router,
     );
@@ -346,6 +430,7 @@ pub async fn run_replicator(cfg: ReplicatorRoleConfig) -> anyhow::Result<()> {
     })
     .await?;
     router.spawn_refresh(meta.clone(), Duration::from_secs(5));
+    router.report_to(meta.clone());
     let worker = Replicator::new(cfg.replication, meta.clone(), router).spawn(shutdown.clone());
     admin.set_meta(meta);
     admin.ready.store(true, Ordering::Release);

@@ -3,27 +3,61 @@
 //! an unknown node id shows up).
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use godwit_common::cluster::ClusterSecret;
 use godwit_common::net::BlockClient;
 use godwit_common::types::NodeId;
-use godwit_common::{BlockRouter, BlockStore, MetaApi};
+use godwit_common::{BlockRouter, BlockStore, MetaApi, MetaError};
+
+/// Where routers send bad-copy reports (`BlockRouter::report_bad_replica`):
+/// meta, in a task of its own so a read never waits on it.
+#[derive(Default)]
+struct Reporter(OnceLock<Arc<dyn MetaApi>>);
+
+impl Reporter {
+    fn report(&self, block_id: &str, node: NodeId, reason: &str) {
+        let Some(meta) = self.0.get().cloned() else {
+            tracing::warn!(block = block_id, node, reason, "bad block copy (no meta link to report it)");
+            return;
+        };
+        let (block_id, reason) = (block_id.to_string(), reason.to_string());
+        tokio::spawn(async move {
+            if let Err(e) = meta.report_bad_replica(&block_id, node, &reason).await {
+                tracing::warn!(block = %block_id, node, error = %e, "reporting a bad block copy failed");
+            }
+        });
+    }
+}
 
 /// Fixed set of in-process datanodes.
 pub struct LocalRouter {
     nodes: HashMap<NodeId, Arc<dyn BlockStore>>,
+    reporter: Reporter,
 }
 
 impl LocalRouter {
     pub fn new(nodes: HashMap<NodeId, Arc<dyn BlockStore>>) -> Self {
-        LocalRouter { nodes }
+        LocalRouter {
+            nodes,
+            reporter: Reporter::default(),
+        }
+    }
+
+    /// Sends bad-copy reports to `meta` (the first call wins).
+    pub fn report_to(self, meta: Arc<dyn MetaApi>) -> Self {
+        let _ = self.reporter.0.set(meta);
+        self
     }
 }
 
 impl BlockRouter for LocalRouter {
     fn node(&self, id: NodeId) -> Option<Arc<dyn BlockStore>> {
         self.nodes.get(&id).cloned()
+    }
+
+    fn report_bad_replica(&self, block_id: &str, node: NodeId, reason: &str) {
+        self.reporter.report(block_id, node, reason);
     }
 }
 
@@ -35,6 +69,7 @@ pub struct NetworkRouter {
     /// Wakes the refresh task early when a lookup misses (a datanode that
     /// registered after our last refresh).
     wake: tokio::sync::Notify,
+    reporter: Reporter,
 }
 
 impl NetworkRouter {
@@ -44,7 +79,13 @@ impl NetworkRouter {
             http: godwit_common::net::block_client::internal_http_client(),
             nodes: RwLock::new(HashMap::new()),
             wake: tokio::sync::Notify::new(),
+            reporter: Reporter::default(),
         })
+    }
+
+    /// Sends bad-copy reports to `meta` (the first call wins).
+    pub fn report_to(&self, meta: Arc<dyn MetaApi>) {
+        let _ = self.reporter.0.set(meta);
     }
 
     /// Reloads the datanode list from meta; returns how many are known.
@@ -68,8 +109,14 @@ impl NetworkRouter {
         let this = self.clone();
         tokio::spawn(async move {
             loop {
-                if let Err(e) = this.refresh(meta.as_ref()).await {
-                    tracing::warn!(error = %e, "refreshing datanode list");
+                match this.refresh(meta.as_ref()).await {
+                    Ok(_) => {}
+                    // A meta follower refreshing its own router (for the
+                    // repair loop, which runs on the leader only).
+                    Err(e) if matches!(e.downcast_ref(), Some(MetaError::NotLeader { .. })) => {
+                        tracing::debug!(error = %e, "refreshing datanode list")
+                    }
+                    Err(e) => tracing::warn!(error = %e, "refreshing datanode list"),
                 }
                 let _ = tokio::time::timeout(period, this.wake.notified()).await;
             }
@@ -84,5 +131,9 @@ impl BlockRouter for NetworkRouter {
             self.wake.notify_one();
         }
         found
+    }
+
+    fn report_bad_replica(&self, block_id: &str, node: NodeId, reason: &str) {
+        self.reporter.report(block_id, node, reason);
     }
 }

@@ -50,6 +50,7 @@ async fn start_region(name: &str, dir: &std::path::Path, s3_listen: &str) -> Ser
         s3_listen: Some(s3_listen.into()),
         admin_listen: Some("127.0.0.1:0".into()),
         region: Some(name.into()),
+        domains: Vec::new(),
         storage: StorageArgs {
             inline_threshold: None,
             block_size: Some(1 << 20),
@@ -65,6 +66,8 @@ async fn start_region(name: &str, dir: &std::path::Path, s3_listen: &str) -> Ser
             replication_max_attempts: Some(1000),
             ..Default::default()
         },
+        tier: Default::default(),
+        datanode_tier: Default::default(),
     };
     start_server(ServerConfig::resolve(args).unwrap())
         .await

@@ -21,6 +21,7 @@ async fn start(dir: &std::path::Path) -> ServerHandle {
         s3_listen: Some("127.0.0.1:0".into()),
         admin_listen: Some("127.0.0.1:0".into()),
         region: Some("us-east-1".into()),
+        domains: Vec::new(),
         storage: StorageArgs {
             inline_threshold: None,
             block_size: Some(1 << 20),
@@ -30,6 +31,8 @@ async fn start(dir: &std::path::Path) -> ServerHandle {
             io_backend: None,
         },
         replication: Default::default(),
+        tier: Default::default(),
+        datanode_tier: Default::default(),
     };
     start_server(ServerConfig::resolve(args).unwrap())
         .await

@@ -45,6 +45,7 @@ impl Server {
             s3_listen: Some("127.0.0.1:0".into()),
             admin_listen: Some("127.0.0.1:0".into()),
             region: Some(REGION.into()),
+            domains: Vec::new(),
             storage: StorageArgs {
                 inline_threshold: None,
                 block_size: None,
@@ -54,6 +55,8 @@ impl Server {
                 io_backend: None,
             },
             replication: Default::default(),
+            tier: Default::default(),
+            datanode_tier: Default::default(),
         };
         let h = start_server(ServerConfig::resolve(args).unwrap())
             .await

@@ -51,4 +51,11 @@ pub trait BlockStore: Send + Sync + 'static {
 /// Resolves a datanode id to a `BlockStore` (in-process or network client).
 pub trait BlockRouter: Send + Sync + 'static {
     fn node(&self, id: NodeId) -> Option<Arc<dyn BlockStore>>;
+
+    /// A read found `node`'s copy of `block_id` bad (or could not finish
+    /// it): tell meta so it checks and repairs the copy. Must not block;
+    /// the default (routers without a meta link) only logs.
+    fn report_bad_replica(&self, block_id: &str, node: NodeId, reason: &str) {
+        tracing::warn!(block = block_id, node, reason, "bad block replica (not reported: no meta link)");
+    }
 }

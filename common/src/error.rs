@@ -41,6 +41,16 @@ pub enum MetaError {
     /// GetBucketReplication on a bucket without a configuration.
     #[error("replication configuration not found")]
     ReplicationConfigurationNotFound,
+    /// An OSS rule ID the bucket's replication configuration lacks.
+    #[error("no such replication rule: {0}")]
+    NoSuchReplicationRule(String),
+    /// The bucket has as many replication rules as allowed.
+    #[error("too many replication rules")]
+    TooManyReplicationRules,
+    /// An OSS rule to a destination another rule of the bucket already
+    /// replicates to.
+    #[error("bucket replication already exists")]
+    BucketReplicationAlreadyExist,
     /// A remote name no remote is registered under.
     #[error("no such remote: {0}")]
     NoSuchRemote(String),

@@ -173,6 +173,39 @@ pub trait MetaApi: Send + Sync + 'static {
     async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
         Err(unsupported())
     }
+    /// A datanode's periodic report (leader only: liveness is the
+    /// leader's view). Registers the node when meta does not know it.
+    async fn heartbeat(&self, _hb: DatanodeHeartbeat) -> MetaResult<()> {
+        Err(unsupported())
+    }
+    /// A reader or the scrubber found `node`'s copy of `block_id` bad
+    /// (checksum mismatch, missing, truncated). Meta checks the copy and,
+    /// when it is bad, drops it from the placement so repair replaces it.
+    async fn report_bad_replica(
+        &self,
+        _block_id: &str,
+        _node: NodeId,
+        _reason: &str,
+    ) -> MetaResult<()> {
+        Err(unsupported())
+    }
+    /// Every registered datanode with its state, liveness and usage.
+    async fn datanode_status(&self) -> MetaResult<Vec<DatanodeStatus>> {
+        Err(unsupported())
+    }
+    /// Starts draining a datanode: its copies move to other nodes, then it
+    /// becomes `Decommissioned`. `InvalidArgument` for an unknown id.
+    async fn decommission_datanode(&self, _id: NodeId) -> MetaResult<()> {
+        Err(unsupported())
+    }
+    /// Of the given block ids found on datanode `node`, those it may
+    /// delete: unreferenced, or referenced but placed on other nodes (a
+    /// copy that was replaced or moved away).
+    /// (The default answers `unreferenced_blocks`: what a store without
+    /// placement knows.)
+    async fn stray_blocks(&self, _node: NodeId, ids: Vec<String>) -> MetaResult<Vec<String>> {
+        self.unreferenced_blocks(ids).await
+    }
 
     // ---- cluster ----
 
@@ -184,8 +217,8 @@ pub trait MetaApi: Send + Sync + 'static {
     //
 
     /// Stores a bucket's replication configuration. `InvalidRequest` unless
-    /// the bucket's versioning is Enabled (S3's rule; the OSS dialect may
-    /// relax it later).
+    /// the bucket's versioning is Enabled (S3's rule), or every rule is an
+    /// OSS rule (`ReplicationRule::oss`: OSS replicates unversioned buckets).
     async fn put_bucket_replication(
         &self,
         _bucket: &str,
@@ -198,6 +231,18 @@ pub trait MetaApi: Send + Sync + 'static {
         Err(unsupported())
     }
     async fn delete_bucket_replication(&self, _bucket: &str) -> MetaResult<()> {
+        Err(unsupported())
+    }
+    /// One OSS rule edit (add, RTC, close, remove; see `RuleEdit`), one
+    /// Raft entry. Rules added here (`oss` set) may live on an unversioned
+    /// bucket. Returns the rule as stored (for `Remove`, as it was).
+    /// `ReplicationConfigurationNotFound` / `NoSuchReplicationRule` for an
+    /// edit of what does not exist.
+    async fn edit_replication_rule(
+        &self,
+        _bucket: &str,
+        _edit: RuleEdit,
+    ) -> MetaResult<ReplicationRule> {
         Err(unsupported())
     }
     /// Replaces a version's tags (the latest when `version_id` is None);

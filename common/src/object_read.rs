@@ -145,11 +145,27 @@ async fn open_segment(
             }
             Err(e) => {
                 tracing::warn!(block = %seg.id, node, error = %e, "block read failed, trying next replica");
+                if copy_is_suspect(&e) {
+                    router.report_bad_replica(&seg.id, *node, &e.to_string());
+                }
                 last_err = e;
             }
         }
     }
     Err(std::io::Error::other(last_err))
+}
+
+/// Whether a failed open says something about the copy itself (as
+/// opposed to the node being unreachable or the token being refused):
+/// those are reported to meta for a check and a repair.
+fn copy_is_suspect(e: &BlockError) -> bool {
+    match e {
+        BlockError::Corrupt(_) | BlockError::NotFound | BlockError::Io(_) => true,
+        // A range outside the block: the stored file is not the block the
+        // manifest describes.
+        BlockError::BadRequest(_) => true,
+        BlockError::Forbidden(_) | BlockError::Unavailable(_) => false,
+    }
 }
 
 impl ReadState {
@@ -195,6 +211,12 @@ impl ReadState {
                     };
                     let node = reading.seg.nodes.get(reading.node_idx).copied();
                     tracing::warn!(block = %reading.seg.id, ?node, error = %why, "block read interrupted, trying next replica");
+                    // A stream that breaks midway is how a datanode reports
+                    // a chunk failing its CRC after the headers went out;
+                    // meta re-reads the copy before acting on the report.
+                    if let Some(node) = node {
+                        self.router.report_bad_replica(&reading.seg.id, node, &why);
+                    }
                     let Reading {
                         seg,
                         token,

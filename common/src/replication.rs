@@ -88,9 +88,85 @@ pub struct ReplicationRule {
     /// RTC threshold (S3 allows only 15).
     pub rtc_minutes: u32,
     pub metrics: bool,
+    /// Set on rules made by the OSS API (`POST /?replication&comp=add`):
+    /// what OSS says about a rule that S3 does not. `None` for rules of the
+    /// AWS API.
+    #[serde(default)]
+    pub oss: Option<OssRuleInfo>,
+}
+
+/// What an OSS replication rule carries beyond the shared fields
+/// (PROTOCOLS.md §B). An OSS rule may replicate between two unversioned
+/// buckets, which S3 forbids.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct OssRuleInfo {
+    /// `Destination/Location` as the client wrote it (`oss-<remote>`).
+    pub location: String,
+    /// `Destination/TransferType` (`internal` or `oss_acc`), when given.
+    #[serde(default)]
+    pub transfer_type: Option<String>,
+    /// `Action`, normalized: `ALL`, or some of `PUT`, `DELETE`, `ABORT`.
+    pub actions: Vec<String>,
+    /// `PrefixSet`: a key must start with one of these (empty: any key).
+    #[serde(default)]
+    pub prefixes: Vec<String>,
+    #[serde(default)]
+    pub sync_role: Option<String>,
+    /// Creation time (ms): the rule reads `starting` until its worker
+    /// picked it up.
+    #[serde(default)]
+    pub created_ms: i64,
+    /// DeleteBucketReplication was called: the rule routes nothing new and
+    /// is removed once its queued tasks drained (GET shows `closing`).
+    #[serde(default)]
+    pub closing: bool,
+}
+
+/// The OSS API's edits of one rule (OSS adds, closes and changes rules one
+/// at a time, where S3 replaces the whole configuration). Each is applied
+/// atomically by meta (`MetaApi::edit_replication_rule`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum RuleEdit {
+    /// Appends a rule. `TooManyReplicationRules` when the bucket already
+    /// has `max_rules`; `BucketReplicationAlreadyExist` when a rule to the
+    /// same destination exists; an ID in use is `InvalidArgument`.
+    Add {
+        rule: Box<ReplicationRule>,
+        max_rules: usize,
+    },
+    /// PutBucketRTC: moves the rule's new writes to the RTC lane (or back).
+    SetRtc {
+        rule_id: String,
+        enabled: bool,
+        minutes: u32,
+    },
+    /// DeleteBucketReplication: the rule stops routing new writes and
+    /// becomes `closing`.
+    Close { rule_id: String },
+    /// Removes a closing rule (the worker, once the rule's tasks drained);
+    /// the configuration goes with its last rule.
+    Remove { rule_id: String },
 }
 
 impl ReplicationRule {
+    /// Whether the rule takes `key` (with `tags`; `None`: unknown, decide
+    /// on the key alone): its filter, and for OSS rules the prefix set.
+    pub fn matches(&self, key: &str, tags: Option<&BTreeMap<String, String>>) -> bool {
+        let filter = match tags {
+            Some(tags) => self.filter.matches(key, tags),
+            None => key.starts_with(&self.filter.prefix),
+        };
+        filter
+            && self.oss.as_ref().is_none_or(|o| {
+                o.prefixes.is_empty() || o.prefixes.iter().any(|p| key.starts_with(p.as_str()))
+            })
+    }
+
+    /// True for an OSS rule being removed (DeleteBucketReplication).
+    pub fn is_closing(&self) -> bool {
+        self.oss.as_ref().is_some_and(|o| o.closing)
+    }
+
     /// The lane new writes of this rule go to.
     pub fn lane(&self) -> Lane {
         if self.rtc {
@@ -149,6 +225,11 @@ pub enum TaskKind {
     MultipartAborted { upload_id: String },
     /// Tags or metadata of an existing version changed.
     TagsChanged,
+    /// A key of an unversioned bucket was deleted (its "null" version is
+    /// gone, no marker remains): delete the key at the destination, unless
+    /// the source has written it again since (OSS rules with Action ALL or
+    /// DELETE).
+    KeyDeleted,
 }
 
 impl TaskKind {
@@ -161,6 +242,7 @@ impl TaskKind {
             TaskKind::MultipartCompleted { .. } => "multipart_complete",
             TaskKind::MultipartAborted { .. } => "multipart_abort",
             TaskKind::TagsChanged => "tags",
+            TaskKind::KeyDeleted => "key_delete",
         }
     }
 }

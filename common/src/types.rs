@@ -58,9 +58,18 @@ pub struct Checksums {
     pub crc64nvme: Option<String>,
     pub sha1: Option<String>,
     pub sha256: Option<String>,
+    /// CRC-64/XZ (what OSS calls CRC-64/ECMA, `x-oss-hash-crc64ecma`) of
+    /// the whole object or part, computed on every write whatever the
+    /// dialect. Unlike the fields above it is a number, not base64; for a
+    /// multipart object it is the CRC of the whole object, combined from
+    /// the parts' values. None for data written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crc64ecma: Option<u64>,
 }
 
 impl Checksums {
+    /// Whether no `x-amz-checksum-*` value is present (`crc64ecma`, an OSS
+    /// header, does not count).
     pub fn is_empty(&self) -> bool {
         self.crc32.is_none()
             && self.crc32c.is_none()
@@ -313,6 +322,11 @@ pub struct CompleteUpload {
     /// last-modified is the completion time at the source).
     #[serde(default)]
     pub replica_of: Option<crate::replication::ReplicaOrigin>,
+    /// A smaller minimum size for the parts other than the last, asked by
+    /// the gateway for clients whose protocol allows it (OSS: 100 KiB).
+    /// Meta applies the smaller of this and its own configured minimum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_part_size: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -335,6 +349,12 @@ pub struct BlockAlloc {
     pub id: String,
     pub nodes: Vec<NodeId>,
     pub token: String,
+    /// Durable acks the writer needs before the block counts as written
+    /// (`--write-quorum`); 0 means every node in `nodes`. The manifest
+    /// names only the nodes that acked; meta's repair adds the missing
+    /// copies later.
+    #[serde(default)]
+    pub write_quorum: usize,
 }
 
 /// Read permission for the blocks of an object, returned with it.
@@ -359,6 +379,65 @@ pub struct DatanodeInfo {
     pub addr: String,
     #[serde(default)]
     pub zone: Option<String>,
+}
+
+/// Administrative state of a datanode, kept through Raft (liveness is
+/// not: it is the meta leader's view of recent heartbeats).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum DatanodeState {
+    /// Takes new blocks and counts as a healthy copy.
+    #[default]
+    Active,
+    /// Being drained: readable, takes no new blocks, its copies are moved.
+    Decommissioning,
+    /// Holds no placed copy any more: may leave the cluster.
+    Decommissioned,
+}
+
+impl DatanodeState {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DatanodeState::Active => "active",
+            DatanodeState::Decommissioning => "decommissioning",
+            DatanodeState::Decommissioned => "decommissioned",
+        }
+    }
+}
+
+/// What a datanode reports to meta every few seconds.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct DatanodeHeartbeat {
+    pub id: NodeId,
+    pub addr: String,
+    #[serde(default)]
+    pub zone: Option<String>,
+    /// Size of the file system holding the blocks.
+    pub capacity_bytes: u64,
+    /// Bytes of block files on this node.
+    pub used_bytes: u64,
+    /// Block files on this node.
+    pub blocks: u64,
+}
+
+/// A datanode as `godwit admin datanode list` shows it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct DatanodeStatus {
+    pub id: NodeId,
+    pub addr: String,
+    #[serde(default)]
+    pub zone: Option<String>,
+    pub state: DatanodeState,
+    /// False once no heartbeat arrived for the down timeout.
+    pub up: bool,
+    /// Milliseconds since the last heartbeat the meta leader received.
+    pub last_seen_ms: Option<u64>,
+    /// From the last heartbeat (0 before the first).
+    pub capacity_bytes: u64,
+    pub used_bytes: u64,
+    pub blocks: u64,
+    /// Committed blocks meta places on this node.
+    pub placed_blocks: u64,
 }
 
 /// Raft and store status of the meta node that answered.

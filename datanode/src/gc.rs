@@ -2,7 +2,8 @@
 //! names are removed after a grace period).
 //!
 //! A walk of the block folders finds files whose mtime is older than the
-//! grace period, asks meta in batches which of them nothing references, and
+//! grace period, asks meta in batches which of them nothing references or
+//! are placed on other nodes (`stray_blocks`: copies repair replaced), and
 //! deletes those. The grace period covers a PUT whose blocks are durable but
 //! whose metadata commit has not happened yet. Stale temporary files (a
 //! datanode that crashed mid-write) older than the grace period go too.
@@ -21,7 +22,7 @@ use crate::format::{check_id, TMP_INFIX};
 use crate::metrics;
 use crate::store::{blocking, Datanode};
 
-/// Block ids asked about per `unreferenced_blocks` call.
+/// Block ids asked about per `stray_blocks` call.
 const GC_BATCH: usize = 1000;
 
 /// Old enough to collect: modified before `cutoff`.
@@ -86,7 +87,9 @@ impl Datanode {
         let mut deleted = 0;
         while let Some(ids) = rx.recv().await {
             let asked: std::collections::HashSet<String> = ids.iter().cloned().collect();
-            let dead = meta.unreferenced_blocks(ids).await?;
+            // Unreferenced blocks, and copies repair replaced or moved
+            // to other nodes.
+            let dead = meta.stray_blocks(self.node_id(), ids).await?;
             // Only what we asked about, and only if it is still old (a
             // retried PUT may have rewritten it since the walk).
             let paths: Vec<PathBuf> = dead

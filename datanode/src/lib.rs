@@ -3,7 +3,8 @@
 //! pool where io_uring is refused).
 //!
 //! This crate owns the block files and nothing else: it never parses S3,
-//! never touches metadata except to ask meta which blocks GC may remove.
+//! never touches metadata except to ask meta which blocks GC may remove,
+//! to send heartbeats and to report corrupt copies.
 //! Its door is `godwit_common::BlockStore`, implemented in-process by
 //! [`Datanode`] and served over HTTP by [`router`] for
 //! `godwit_common::net::BlockClient`.
@@ -12,6 +13,7 @@
 //! - `io`: the io_uring thread and the thread-pool fallback.
 //! - `store`: `Datanode`, PUT/GET/DELETE of blocks.
 //! - `gc`: removal of unreferenced blocks and stale temporary files.
+//! - `scrub`: the heartbeat to meta and the background scrubber.
 //! - `http`: the axum router.
 //! - `metrics`: Prometheus gauges and counters.
 
@@ -20,7 +22,9 @@ mod gc;
 mod http;
 mod io;
 pub mod metrics;
+mod scrub;
 mod store;
 
 pub use http::router;
+pub use scrub::ScrubConfig;
 pub use store::{Datanode, DatanodeConfig};

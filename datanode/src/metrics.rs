@@ -59,6 +59,36 @@ pub static BLOCKS_GC: LazyLock<IntCounter> = LazyLock::new(|| {
     )
 });
 
+pub static SCRUB_BYTES: LazyLock<IntCounter> = LazyLock::new(|| {
+    register(
+        IntCounter::new(
+            "godwit_datanode_scrub_bytes_total",
+            "Block bytes re-verified by the scrubber",
+        )
+        .expect("valid metric"),
+    )
+});
+
+pub static SCRUB_CORRUPT: LazyLock<IntCounter> = LazyLock::new(|| {
+    register(
+        IntCounter::new(
+            "godwit_datanode_scrub_corrupt_total",
+            "Block copies the scrubber found corrupt (reported to meta)",
+        )
+        .expect("valid metric"),
+    )
+});
+
+pub static SCRUB_PASSES: LazyLock<IntCounter> = LazyLock::new(|| {
+    register(
+        IntCounter::new(
+            "godwit_datanode_scrub_passes_total",
+            "Completed scrubber passes over every block",
+        )
+        .expect("valid metric"),
+    )
+});
+
 /// Marks `active` as the backend in use. With several datanodes in one
 /// process the last one opened wins.
 pub fn set_backend(active: Backend) {
@@ -71,4 +101,7 @@ pub fn set_backend(active: Backend) {
     LazyLock::force(&BYTES_WRITTEN);
     LazyLock::force(&BYTES_READ);
     LazyLock::force(&BLOCKS_GC);
+    LazyLock::force(&SCRUB_BYTES);
+    LazyLock::force(&SCRUB_CORRUPT);
+    LazyLock::force(&SCRUB_PASSES);
 }

@@ -187,9 +187,16 @@ impl<'a> BlockSink<'a> {
         let mut senders = Vec::with_capacity(alloc.nodes.len());
         let mut tasks = Vec::with_capacity(alloc.nodes.len());
         for node in &alloc.nodes {
-            let store = self.target.router.node(*node).ok_or_else(|| {
-                S3Error::ServiceUnavailable(format!("datanode {node} is unknown"))
-            })?;
+            // A node this router does not know yet fails its own write
+            // only: the quorum decides whether the block is written.
+            let Some(store) = self.target.router.node(*node) else {
+                let node = *node;
+                tasks.push(tokio::spawn(async move {
+                    Err(BlockError::Unavailable(format!("datanode {node} is unknown")))
+                }));
+                senders.push(None);
+                continue;
+            };
             let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
             let stream: ByteStream = Box::pin(futures::stream::unfold(rx, |mut rx| async move {
                 rx.recv().await.map(|item| (item, rx))
@@ -253,22 +260,45 @@ impl<'a> BlockSink<'a> {
         let Some(mut sent) = self.unacked.pop_front() else {
             return Ok(());
         };
-        // Every replica must ack (invariant 1: durable before commit).
-        for task in sent.tasks.iter_mut() {
-            let written = task
-                .await
-                .map_err(|e| S3Error::InternalError(format!("block write task failed: {e}")))??;
-            if written.size != sent.size {
-                return Err(S3Error::InternalError(format!(
-                    "datanode stored {} bytes of block {}, {} were sent",
-                    written.size, sent.alloc.id, sent.size
-                )));
+        // The write quorum must ack durably (invariant 1: durable before
+        // commit); the manifest names only the nodes that did, and meta's
+        // repair restores the missing copies.
+        let quorum = match sent.alloc.write_quorum {
+            0 => sent.alloc.nodes.len(),
+            q => q.min(sent.alloc.nodes.len()),
+        };
+        let mut acked = Vec::with_capacity(sent.alloc.nodes.len());
+        let mut first_err = None;
+        for (task, node) in sent.tasks.iter_mut().zip(&sent.alloc.nodes) {
+            let result = match task.await {
+                Ok(r) => r.map_err(S3Error::from),
+                Err(e) => Err(S3Error::InternalError(format!(
+                    "block write task failed: {e}"
+                ))),
+            };
+            match result {
+                Ok(w) if w.size == sent.size => acked.push(*node),
+                Ok(w) => {
+                    first_err.get_or_insert(S3Error::InternalError(format!(
+                        "datanode {node} stored {} bytes of block {}, {} were sent",
+                        w.size, sent.alloc.id, sent.size
+                    )));
+                }
+                Err(e) => {
+                    tracing::warn!(block = %sent.alloc.id, node, error = %e, "block replica write failed");
+                    first_err.get_or_insert(e);
+                }
             }
+        }
+        if acked.len() < quorum.max(1) {
+            return Err(first_err.unwrap_or_else(|| {
+                S3Error::ServiceUnavailable("no datanode acknowledged the block".into())
+            }));
         }
         self.done.push(BlockRef {
             id: sent.alloc.id.clone(),
             size: sent.size,
-            nodes: sent.alloc.nodes.clone(),
+            nodes: acked,
         });
         Ok(())
     }

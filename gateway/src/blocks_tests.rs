@@ -18,6 +18,8 @@ use crate::error::into_io;
 #[derive(Default)]
 struct Allocator {
     next: AtomicUsize,
+    /// `BlockAlloc::write_quorum` of every allocation.
+    quorum: usize,
 }
 
 #[async_trait]
@@ -30,6 +32,7 @@ impl MetaApi for Allocator {
                     id: format!("{n:032x}"),
                     nodes: vec![1, 2],
                     token: "t".into(),
+                    write_quorum: self.quorum,
                 }
             })
             .collect())
@@ -96,16 +99,24 @@ impl BlockStore for MemNode {
     }
 }
 
-struct Nodes(HashMap<NodeId, Arc<MemNode>>);
+struct Nodes(HashMap<NodeId, Arc<MemNode>>, Mutex<Vec<(String, NodeId)>>);
 
 impl BlockRouter for Nodes {
     fn node(&self, id: NodeId) -> Option<Arc<dyn BlockStore>> {
         self.0.get(&id).map(|n| n.clone() as Arc<dyn BlockStore>)
     }
+
+    fn report_bad_replica(&self, block_id: &str, node: NodeId, _reason: &str) {
+        self.1.lock().unwrap().push((block_id.to_string(), node));
+    }
+}
+
+fn nodes(list: [(NodeId, Arc<MemNode>); 2]) -> Nodes {
+    Nodes(list.into(), Mutex::default())
 }
 
 fn cluster(a: MemNode, b: MemNode) -> (Arc<dyn MetaApi>, Arc<Nodes>) {
-    let nodes = Nodes([(1, Arc::new(a)), (2, Arc::new(b))].into());
+    let nodes = nodes([(1, Arc::new(a)), (2, Arc::new(b))]);
     (Arc::new(Allocator::default()), Arc::new(nodes))
 }
 
@@ -282,15 +293,68 @@ async fn reads_fail_over_to_the_next_replica_midway() {
         ..Default::default()
     };
     *broken.blocks.lock().unwrap() = good.0[&1].blocks.lock().unwrap().clone();
-    let nodes: Arc<dyn BlockRouter> = Arc::new(Nodes(
-        [(1, Arc::new(broken)), (2, good.0[&2].clone())].into(),
-    ));
+    let router = Arc::new(nodes([(1, Arc::new(broken)), (2, good.0[&2].clone())]));
+    let dyn_router: Arc<dyn BlockRouter> = router.clone();
     let obj = as_read(w.data, 30);
-    assert_eq!(read_all(nodes.clone(), &obj, 0, 30).await.unwrap(), data);
+    assert_eq!(read_all(dyn_router.clone(), &obj, 0, 30).await.unwrap(), data);
     assert_eq!(
-        read_all(nodes, &obj, 5, 17).await.unwrap(),
+        read_all(dyn_router, &obj, 5, 17).await.unwrap(),
         data[5..17].to_vec()
     );
+    // Every block that broke on node 1 was reported for repair; node 2
+    // never was.
+    let reports = router.1.lock().unwrap().clone();
+    let ObjectData::Blocks(blocks) = &obj.version.data else {
+        panic!("blocks expected")
+    };
+    for b in blocks {
+        assert!(reports.contains(&(b.id.clone(), 1)), "{reports:?}");
+    }
+    assert!(reports.iter().all(|(_, n)| *n == 1), "{reports:?}");
+}
+
+#[tokio::test]
+async fn a_write_quorum_tolerates_a_failed_replica() {
+    let meta: Arc<dyn MetaApi> = Arc::new(Allocator {
+        quorum: 1,
+        ..Default::default()
+    });
+    let failing = MemNode {
+        fail_writes: true,
+        ..Default::default()
+    };
+    let router = Arc::new(nodes([
+        (1, Arc::new(MemNode::default())),
+        (2, Arc::new(failing)),
+    ]));
+    let data: Vec<u8> = (0..25u8).collect();
+    let w = write(&meta, router.clone(), &data, 0).await.unwrap();
+    // The manifest names only the node that acked.
+    let ObjectData::Blocks(blocks) = &w.data else {
+        panic!("blocks expected")
+    };
+    assert_eq!(blocks.len(), 3);
+    assert!(blocks.iter().all(|b| b.nodes == vec![1]), "{blocks:?}");
+    let obj = as_read(w.data, 25);
+    assert_eq!(read_all(router, &obj, 0, 25).await.unwrap(), data);
+}
+
+#[tokio::test]
+async fn a_write_below_the_quorum_fails() {
+    let meta: Arc<dyn MetaApi> = Arc::new(Allocator {
+        quorum: 2,
+        ..Default::default()
+    });
+    let failing = MemNode {
+        fail_writes: true,
+        ..Default::default()
+    };
+    let router = Arc::new(nodes([
+        (1, Arc::new(MemNode::default())),
+        (2, Arc::new(failing)),
+    ]));
+    let err = write(&meta, router, &[3u8; 25], 0).await.err().unwrap();
+    assert!(matches!(err, S3Error::InternalError(_)), "{err:?}");
 }
 
 #[tokio::test]

@@ -101,6 +101,26 @@ pub enum S3Error {
     InvalidPartOrder,
     #[error("The replication configuration was not found")]
     ReplicationConfigurationNotFoundError,
+    /// OSS: `x-oss-forbid-overwrite: true` and the key exists.
+    #[error("The object you specified already exists and can not be overwritten.")]
+    FileAlreadyExists,
+
+    // ---- OSS replication (PROTOCOLS.md §B) ----
+    /// OSS: the bucket has no replication rule.
+    #[error("The bucket you specified does not have replication configuration.")]
+    NoSuchReplicationConfiguration,
+    /// OSS: no rule with the given ID.
+    #[error("The specified replication rule does not exist.")]
+    NoSuchReplicationRule,
+    /// OSS: the bucket has as many rules as allowed.
+    #[error("The number of replication rules exceeds the limit.")]
+    TooManyReplicationRules,
+    /// OSS: `Destination/Location` names no registered remote.
+    #[error("The replication location you choose is invalid.")]
+    BadReplicationLocation,
+    /// OSS: a rule already replicates to that destination.
+    #[error("Bucket replication already exists.")]
+    BucketReplicationAlreadyExist,
 
     // ---- server ----
     #[error("We encountered an internal error. Please try again.")]
@@ -150,6 +170,12 @@ impl S3Error {
             InvalidPart(_) => "InvalidPart",
             InvalidPartOrder => "InvalidPartOrder",
             ReplicationConfigurationNotFoundError => "ReplicationConfigurationNotFoundError",
+            FileAlreadyExists => "FileAlreadyExists",
+            NoSuchReplicationConfiguration => "NoSuchReplicationConfiguration",
+            NoSuchReplicationRule => "NoSuchReplicationRule",
+            TooManyReplicationRules => "TooManyReplicationRules",
+            BadReplicationLocation => "BadReplicationLocation",
+            BucketReplicationAlreadyExist => "BucketReplicationAlreadyExist",
             InternalError(_) => "InternalError",
             ServiceUnavailable(_) => "ServiceUnavailable",
         }
@@ -178,7 +204,10 @@ impl S3Error {
             | InvalidLocationConstraint
             | InvalidTag(_)
             | InvalidPart(_)
-            | InvalidPartOrder => StatusCode::BAD_REQUEST,
+            | InvalidPartOrder
+            | TooManyReplicationRules
+            | BadReplicationLocation
+            | BucketReplicationAlreadyExist => StatusCode::BAD_REQUEST,
             MissingContentLength => StatusCode::LENGTH_REQUIRED,
             InvalidRange | InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
             PreconditionFailed => StatusCode::PRECONDITION_FAILED,
@@ -189,8 +218,10 @@ impl S3Error {
             | NoSuchKey
             | NoSuchVersion
             | NoSuchUpload
-            | ReplicationConfigurationNotFoundError => StatusCode::NOT_FOUND,
-            BucketAlreadyOwnedByYou | BucketNotEmpty => StatusCode::CONFLICT,
+            | ReplicationConfigurationNotFoundError
+            | NoSuchReplicationConfiguration
+            | NoSuchReplicationRule => StatusCode::NOT_FOUND,
+            BucketAlreadyOwnedByYou | BucketNotEmpty | FileAlreadyExists => StatusCode::CONFLICT,
             InternalError(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -216,6 +247,9 @@ impl From<MetaError> for S3Error {
                 S3Error::ReplicationConfigurationNotFoundError
             }
             MetaError::NoSuchRemote(m) => S3Error::InvalidRequest(format!("no such remote: {m}")),
+            MetaError::NoSuchReplicationRule(_) => S3Error::NoSuchReplicationRule,
+            MetaError::TooManyReplicationRules => S3Error::TooManyReplicationRules,
+            MetaError::BucketReplicationAlreadyExist => S3Error::BucketReplicationAlreadyExist,
             MetaError::NotLeader { .. } | MetaError::Unavailable(_) => {
                 S3Error::ServiceUnavailable(e.to_string())
             }

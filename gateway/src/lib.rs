@@ -9,10 +9,13 @@
 pub mod auth;
 pub mod blocks;
 pub mod body;
+pub mod dialect;
 pub mod error;
 pub mod keys;
 pub mod metrics;
+pub mod oss;
 pub mod s3;
+pub mod vhost;
 pub mod xml;
 
 use std::sync::Arc;
@@ -25,6 +28,7 @@ use godwit_common::{BlockRouter, MetaApi};
 use http::{HeaderValue, Method, StatusCode};
 use tracing::Instrument;
 
+use crate::dialect::Dialect;
 use crate::error::S3Error;
 use crate::s3::router::{self, Query};
 use crate::s3::{ApiError, Ctx};
@@ -40,6 +44,10 @@ pub struct GatewayConfig {
     pub block_size: usize,
     /// Largest object accepted (S3: 5 TiB).
     pub max_object_size: u64,
+    /// Domains for virtual-hosted-style requests (`<bucket>.<domain>`),
+    /// lowercased without dots at either end (`vhost::normalize_domains`).
+    /// Path style works whatever this holds.
+    pub domains: Vec<String>,
 }
 
 /// Inline threshold default: one Raft entry holds bodies up to 4 KiB.
@@ -59,6 +67,7 @@ impl Default for GatewayConfig {
             inline_threshold: DEFAULT_INLINE_THRESHOLD,
             block_size: DEFAULT_BLOCK_SIZE,
             max_object_size: DEFAULT_MAX_OBJECT_SIZE,
+            domains: Vec::new(),
         }
     }
 }
@@ -144,10 +153,23 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
         .get(http::header::CONTENT_LENGTH)
         .is_none_or(|v| v == "0");
     let resource = parts.uri.path().to_string();
+    // Before authentication, so that its errors speak the client's dialect.
+    let dialect = Dialect::detect(&parts);
+    let host = parts
+        .headers
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
 
     let query = Query::parse(parts.uri.query());
-    let path = router::split_path(parts.uri.path());
+    let vhost_bucket = vhost::bucket_from_host(&parts, &gw.cfg.domains);
+    let path = match &vhost_bucket {
+        Some(b) => vhost::split_path(b, parts.uri.path()),
+        None => router::split_path(parts.uri.path()),
+    };
     let (bucket, key) = path.as_ref().cloned().unwrap_or_default();
+    let (err_bucket, err_key) = (bucket.clone(), key.clone());
     let endpoint = path.and_then(|(b, k)| {
         router::parse(
             &parts.method,
@@ -168,9 +190,19 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
     );
     let result = async {
         // Authenticate before saying anything about the request itself.
-        let auth = auth::authenticate(&parts, &gw.keys, time::OffsetDateTime::now_utc()).await?;
+        let auth = auth::authenticate_with_bucket(
+            &parts,
+            &gw.keys,
+            time::OffsetDateTime::now_utc(),
+            vhost_bucket.as_deref(),
+        )
+        .await?;
         check_region(&auth, &gw.cfg.region, &query)?;
         let endpoint = endpoint?;
+        let mut parts = parts;
+        if dialect.is_oss() {
+            oss::wire::alias_request_headers(&mut parts.headers);
+        }
         let ctx = Ctx {
             gw: gw.clone(),
             parts,
@@ -178,20 +210,34 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
             bucket,
             key,
             auth,
+            dialect,
         };
         s3::dispatch(ctx, endpoint, body).await
     }
     .instrument(span.clone())
     .await;
 
-    let mut resp = match result {
-        Ok(resp) => resp,
-        Err(e) => error_response(e, &resource, &request_id, is_head),
+    let mut resp = match (result, dialect) {
+        (Ok(resp), Dialect::S3) => resp,
+        (Err(e), Dialect::S3) => error_response(e, &resource, &request_id, is_head),
+        (Ok(resp), Dialect::Oss) => oss::wire::finish(resp, &request_id).await,
+        (Err(e), Dialect::Oss) => {
+            let site = oss::error::ErrorSite {
+                request_id: &request_id,
+                host: &host,
+                bucket: err_bucket.as_deref(),
+                key: err_key.as_deref(),
+            };
+            let resp = oss::error::response(e, &site, is_head);
+            oss::wire::finish(resp, &request_id).await
+        }
     };
-    let headers = resp.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&request_id) {
-        headers.insert("x-amz-request-id", v.clone());
-        headers.insert("x-amz-id-2", v);
+    if dialect == Dialect::S3 {
+        let headers = resp.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(&request_id) {
+            headers.insert("x-amz-request-id", v.clone());
+            headers.insert("x-amz-id-2", v);
+        }
     }
 
     let status = resp.status();
@@ -216,7 +262,19 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
 
 /// S3 answers a SigV4 credential scoped to another region with a
 /// malformed-authorization error naming the expected region.
+///
+/// OSS answers a V4 credential scoped to another region with
+/// InvalidArgument (EC 0002-00000226); its region ids may carry the
+/// `oss-` prefix of OSS locations or not.
 fn check_region(auth: &auth::AuthOutcome, ours: &str, query: &Query) -> Result<(), S3Error> {
+    if auth.scheme == auth::AuthScheme::OssV4 {
+        return match &auth.region {
+            Some(theirs) if !auth::oss_region_matches(theirs, ours) => Err(
+                S3Error::InvalidArgument("Invalid signing region in Authorization header.".into()),
+            ),
+            _ => Ok(()),
+        };
+    }
     match &auth.region {
         Some(theirs) if theirs != ours => {
             let msg = format!("the region '{theirs}' is wrong; expecting '{ours}'");

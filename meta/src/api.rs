@@ -1,7 +1,6 @@
 //! `MetaApi` on `MetaNode`: writes become commands committed through Raft;
 //! reads pass the read-index barrier and then read rocksdb directly.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use std::collections::BTreeMap;
@@ -178,7 +177,8 @@ impl MetaApi for MetaNode {
         version_id: Option<&str>,
     ) -> MetaResult<ObjectRead> {
         self.linearizable().await?;
-        let version = self.read_object(bucket, key, version_id)?;
+        let mut version = self.read_object(bucket, key, version_id)?;
+        self.refresh_placement(&mut version.data)?;
         let grant = self.read_grant(&version.data);
         Ok(ObjectRead { version, grant })
     }
@@ -273,11 +273,15 @@ impl MetaApi for MetaNode {
     }
 
     async fn complete_upload(&self, c: CompleteUpload) -> MetaResult<ObjectVersion> {
+        // A dialect with a smaller minimum (OSS) may lower it, never raise it.
+        let min_part_size = c
+            .min_part_size
+            .map_or(self.cfg.min_part_size, |m| m.min(self.cfg.min_part_size));
         let cmd = Command::CompleteUpload {
             complete: c,
             version_id: random_id(),
             now_ms: now_ms(),
-            min_part_size: self.cfg.min_part_size,
+            min_part_size,
         };
         match self.write(cmd).await? {
             Reply::Version(v) => Ok(*v),
@@ -337,27 +341,22 @@ impl MetaApi for MetaNode {
                 "at most {MAX_BLOCKS_PER_ALLOCATION} blocks per allocation"
             )));
         }
-        let nodes = self.list_datanodes().await?;
-        if nodes.is_empty() {
-            return Err(MetaError::Unavailable("no datanode is registered".into()));
-        }
-        // Fewer datanodes than the replication factor: every block goes to
-        // all of them (a warning-worthy but working cluster).
-        let copies = self.cfg.replication_factor.clamp(1, nodes.len());
-        let mut out = Vec::with_capacity(count);
-        for _ in 0..count {
-            let first = self.next_datanode.fetch_add(1, Ordering::Relaxed);
-            let placed = (0..copies)
-                .map(|i| nodes[(first + i) % nodes.len()].id)
-                .collect();
-            let id = random_id();
-            let token = block_token::issue(&self.cfg.cluster_secret, &id, BlockOp::Write);
-            out.push(BlockAlloc {
-                id,
-                nodes: placed,
-                token,
-            });
-        }
+        // Placement skips down nodes: only the leader knows which are.
+        self.ensure_leader().await?;
+        let (placements, write_quorum) = self.place_new_blocks(count)?;
+        let out = placements
+            .into_iter()
+            .map(|nodes| {
+                let id = random_id();
+                let token = block_token::issue(&self.cfg.cluster_secret, &id, BlockOp::Write);
+                BlockAlloc {
+                    id,
+                    nodes,
+                    token,
+                    write_quorum,
+                }
+            })
+            .collect();
         Ok(out)
     }
 
@@ -378,14 +377,38 @@ impl MetaApi for MetaNode {
     }
 
     async fn register_datanode(&self, info: DatanodeInfo) -> MetaResult<()> {
-        self.write(Command::RegisterDatanode { info })
-            .await
-            .map(|_| ())
+        let id = info.id;
+        self.write(Command::RegisterDatanode { info }).await?;
+        // Registering counts as being heard from (liveness grace).
+        self.tier.saw(id, None);
+        Ok(())
     }
 
     async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
         self.linearizable().await?;
         scan_all(&self.db, CF_DATANODES)
+    }
+
+    // ---- datanode tier (tier.rs) ----
+
+    async fn heartbeat(&self, hb: DatanodeHeartbeat) -> MetaResult<()> {
+        self.heartbeat_impl(hb).await
+    }
+
+    async fn report_bad_replica(&self, block_id: &str, node: NodeId, reason: &str) -> MetaResult<()> {
+        self.report_bad_replica_impl(block_id, node, reason).await
+    }
+
+    async fn datanode_status(&self) -> MetaResult<Vec<DatanodeStatus>> {
+        self.datanode_status_impl().await
+    }
+
+    async fn decommission_datanode(&self, id: NodeId) -> MetaResult<()> {
+        self.decommission_datanode_impl(id).await
+    }
+
+    async fn stray_blocks(&self, node: NodeId, ids: Vec<String>) -> MetaResult<Vec<String>> {
+        self.stray_blocks_impl(node, ids).await
     }
 
     async fn status(&self) -> MetaResult<MetaStatus> {
@@ -415,6 +438,21 @@ impl MetaApi for MetaNode {
             bucket: bucket.into(),
         };
         self.write(cmd).await.map(|_| ())
+    }
+
+    async fn edit_replication_rule(
+        &self,
+        bucket: &str,
+        edit: RuleEdit,
+    ) -> MetaResult<ReplicationRule> {
+        let cmd = Command::EditReplicationRule {
+            bucket: bucket.into(),
+            edit,
+        };
+        match self.write(cmd).await? {
+            Reply::Rule(r) => Ok(*r),
+            r => Err(unexpected(r)),
+        }
     }
 
     async fn put_object_tags(

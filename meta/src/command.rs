@@ -130,6 +130,11 @@ pub enum Command {
     DeleteBucketReplication {
         bucket: String,
     },
+    /// One OSS rule edit (`MetaApi::edit_replication_rule`).
+    EditReplicationRule {
+        bucket: String,
+        edit: RuleEdit,
+    },
     PutObjectTags {
         bucket: String,
         key: String,
@@ -178,6 +183,19 @@ pub enum Command {
         total_keys: Option<u64>,
         now_ms: i64,
     },
+    /// Repair and bad-copy reports: replaces a block's placement when it
+    /// still is `expect` (compare-and-set: a concurrent change wins and
+    /// the repair loop looks again). `nodes` is never empty.
+    UpdatePlacement {
+        block_id: String,
+        expect: Vec<NodeId>,
+        nodes: Vec<NodeId>,
+    },
+    /// Decommissioning (admin) and its completion (repair loop).
+    SetDatanodeState {
+        id: NodeId,
+        state: DatanodeState,
+    },
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -192,6 +210,7 @@ pub enum Reply {
     Count(u64),
     Text(String),
     MaybeKey(Option<String>),
+    Rule(Box<ReplicationRule>),
 }
 
 impl Command {
@@ -212,6 +231,7 @@ impl Command {
             Command::RegisterDatanode { .. } => "register_datanode",
             Command::PutBucketReplication { .. } => "put_bucket_replication",
             Command::DeleteBucketReplication { .. } => "delete_bucket_replication",
+            Command::EditReplicationRule { .. } => "edit_replication_rule",
             Command::PutObjectTags { .. } => "put_object_tags",
             Command::PutRemote { .. } => "put_remote",
             Command::DeleteRemote { .. } => "delete_remote",
@@ -220,6 +240,8 @@ impl Command {
             Command::RetryFailed { .. } => "retry_failed",
             Command::SetRemoteUploadId { .. } => "set_remote_upload_id",
             Command::BackfillScan { .. } => "backfill_scan",
+            Command::UpdatePlacement { .. } => "update_placement",
+            Command::SetDatanodeState { .. } => "set_datanode_state",
         }
     }
 }

@@ -11,7 +11,8 @@
 //! `apply/` (the deterministic state machine logic, with the replication
 //! outbox in `apply/outbox.rs`), `store/` (rocksdb: log, state machine,
 //! snapshots), `listing.rs` (range scans), `api.rs` + `repl_api.rs`
-//! (`MetaApi`), `network.rs` + `rpc.rs` (HTTP transport), `metrics.rs`.
+//! (`MetaApi`), `network.rs` + `rpc.rs` (HTTP transport), `metrics.rs`; the datanode tier:
+//! `tier.rs` (liveness, placement policy), `placement.rs`, `repair.rs`.
 
 // openraft's StorageError is large and is the Err of every storage trait
 // method; boxing it locally would only add conversions.
@@ -19,18 +20,25 @@
 
 mod api;
 mod apply;
+pub mod cluster;
 pub mod command;
+mod forward;
 mod listing;
 pub mod metrics;
 mod network;
 mod node;
+mod placement;
 mod proposer;
+mod read_index;
+mod repair;
 mod repl_api;
 mod rpc;
 mod store;
+mod tier;
 
 pub use node::{
     LogCounters, MetaConfig, MetaNode, DEFAULT_INLINE_THRESHOLD, DEFAULT_MIN_PART_SIZE,
 };
 pub use repl_api::DEFAULT_REPLICATION_MAX_ATTEMPTS;
 pub use rpc::router;
+pub use tier::{DatanodePolicy, DEFAULT_DOWN_AFTER, DEFAULT_REPAIR_INTERVAL};

@@ -16,8 +16,10 @@ use openraft::BasicNode;
 use rocksdb::DB;
 
 use crate::command::{Command, Raft, Reply};
+use crate::forward::{PeerClient, APPLY_WAIT};
 use crate::network::Network;
 use crate::proposer::Proposer;
+use crate::read_index::ReadIndexBatcher;
 use crate::store::log::{LogStats, LogStore};
 use crate::store::open_db;
 use crate::store::state_machine::StateMachine;
@@ -85,12 +87,18 @@ pub struct MetaNode {
     pub(crate) raft: Raft,
     pub(crate) db: Arc<DB>,
     proposer: Proposer,
+    /// Reaches the leader (forwarded writes, read index) and the peers.
+    pub(crate) peers: PeerClient,
+    /// One leadership-confirming heartbeat round for many reads.
+    reads: ReadIndexBatcher,
     log_stats: Arc<LogStats>,
     commands_applied: Arc<AtomicU64>,
     /// Round-robin cursor over the datanodes for block placement.
     pub(crate) next_datanode: AtomicUsize,
     /// See `set_replication_max_attempts`.
     pub(crate) repl_max_attempts: AtomicU32,
+    /// Datanode liveness, placement policy and the repair loop (`tier.rs`).
+    pub(crate) tier: crate::tier::Tier,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
@@ -157,6 +165,7 @@ impl MetaNode {
         let sm = StateMachine::new(db.clone(), cfg.data_dir.join("snapshots"));
         let commands_applied = sm.commands_applied.clone();
         let network = Network::new(&cfg.cluster_secret)?;
+        let peers = PeerClient::new(&cfg.cluster_secret)?;
         let raft = Raft::new(
             cfg.node_id,
             Arc::new(raft_config()?),
@@ -178,6 +187,7 @@ impl MetaNode {
         }
 
         let (proposer, proposer_task) = Proposer::spawn(raft.clone());
+        let (reads, reads_task) = ReadIndexBatcher::spawn(raft.clone(), read_error);
         let gauges_task = crate::metrics::spawn_raft_gauges(raft.metrics());
         let compactor_task = spawn_queue_compactor(db.clone());
         let node = Arc::new(MetaNode {
@@ -185,11 +195,14 @@ impl MetaNode {
             raft,
             db,
             proposer,
+            peers,
+            reads,
             log_stats,
             commands_applied,
             next_datanode: AtomicUsize::new(0),
             repl_max_attempts: AtomicU32::new(crate::repl_api::DEFAULT_REPLICATION_MAX_ATTEMPTS),
-            tasks: Mutex::new(vec![proposer_task, gauges_task, compactor_task]),
+            tier: crate::tier::Tier::new(),
+            tasks: Mutex::new(vec![proposer_task, reads_task, gauges_task, compactor_task]),
         });
 
         // A cluster of this node alone can always elect itself: wait for it,
@@ -233,6 +246,9 @@ impl MetaNode {
         for t in self.tasks.lock().unwrap().drain(..) {
             t.abort();
         }
+        if let Some(t) = self.tier.task.lock().unwrap().take() {
+            t.abort();
+        }
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!("raft shutdown: {e}");
         }
@@ -259,19 +275,78 @@ impl MetaNode {
         }
     }
 
-    /// Commits a command through Raft (group-committed with its neighbours).
+    /// The leader this node knows of, with its address, unless that is
+    /// this node itself.
+    pub(crate) fn other_leader(&self) -> Option<(u64, String)> {
+        let m = self.raft.metrics();
+        let m = m.borrow();
+        let id = m.current_leader?;
+        if id == self.cfg.node_id {
+            return None;
+        }
+        let addr = m.membership_config.membership().get_node(&id)?.addr.clone();
+        Some((id, addr))
+    }
+
+    /// Commits a command through Raft (group-committed with its
+    /// neighbours): here when this node leads, else on the leader
+    /// (`forward.rs`).
     pub(crate) async fn write(&self, cmd: Command) -> Result<Reply, MetaError> {
         tracing::debug!(command = cmd.name(), "meta write");
+        match self.other_leader() {
+            Some((id, addr)) => self.peers.forward(id, &addr, &cmd).await,
+            // This node leads, or no leader is known: the proposer answers
+            // `NotLeader` in the second case, before proposing anything.
+            None => self.proposer.propose(cmd).await,
+        }
+    }
+
+    /// A command forwarded by a follower: proposed here, never forwarded
+    /// again.
+    pub(crate) async fn propose_local(&self, cmd: Command) -> Result<Reply, MetaError> {
         self.proposer.propose(cmd).await
     }
 
-    /// Read-index barrier: after it, reading rocksdb is linearizable.
+    /// Read-index barrier: after it, reading rocksdb is linearizable. On the
+    /// leader, a heartbeat round to a quorum; on a follower, the leader's
+    /// read index, then a wait until this node has applied it.
     pub(crate) async fn linearizable(&self) -> Result<(), MetaError> {
+        let index = match self.other_leader() {
+            None => self.reads.read_index().await?,
+            Some((leader, addr)) => self.peers.read_index(leader, &addr).await?,
+        };
+        self.wait_applied(index).await
+    }
+
+    /// Waits until this node's state machine applied `index`.
+    async fn wait_applied(&self, index: Option<u64>) -> Result<(), MetaError> {
+        let Some(index) = index else {
+            return Ok(());
+        };
+        let applied = self.raft.metrics().borrow().last_applied.map(|l| l.index);
+        if applied >= Some(index) {
+            return Ok(());
+        }
         self.raft
-            .ensure_linearizable()
+            .wait(Some(APPLY_WAIT))
+            .applied_index_at_least(Some(index), "read index")
             .await
             .map(|_| ())
-            .map_err(read_error)
+            .map_err(|e| MetaError::Unavailable(format!("applying up to the read index: {e}")))
+    }
+
+    /// For state only the leader keeps (datanode liveness, suspect
+    /// replicas): `NotLeader` on any other node, so the caller finds the
+    /// leader; on the leader, the same barrier as `linearizable`.
+    pub(crate) async fn ensure_leader(&self) -> Result<(), MetaError> {
+        let index = self.reads.read_index().await?;
+        self.wait_applied(index).await
+    }
+
+    /// The read index this node, as leader, hands a follower: leadership
+    /// confirmed by a quorum, then the index the follower must apply.
+    pub(crate) async fn leader_read_index(&self) -> Result<Option<u64>, MetaError> {
+        self.reads.read_index().await
     }
 }
 

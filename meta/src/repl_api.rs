@@ -207,7 +207,9 @@ impl MetaNode {
             if !k.starts_with(&prefix) {
                 break;
             }
-            parts.push(decode(&v)?);
+            let mut part: PartRecord = decode(&v)?;
+            self.refresh_placement(&mut part.data)?;
+            parts.push(part);
         }
         let tokens = parts
             .iter()

@@ -34,6 +34,11 @@ pub fn router(node: Arc<MetaNode>) -> Router {
         .route(PATH_VOTE, post(raft_vote))
         .route(PATH_SNAPSHOT, post(raft_snapshot))
         .route("/meta/v1/{method}", post(meta_call))
+        .merge(crate::cluster::routes())
+        .layer(axum::middleware::from_fn_with_state(
+            node.clone(),
+            crate::cluster::leader_hint,
+        ))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(node)
 }
@@ -173,10 +178,22 @@ async fn meta_call(
         "unreferenced_blocks" => rpc!(body, wire::BlockIds, |r| n.unreferenced_blocks(r.ids)),
         "register_datanode" => rpc!(body, DatanodeInfo, |r| n.register_datanode(r)),
         "list_datanodes" => rpc!(body, wire::Empty, |_r| n.list_datanodes()),
+        "heartbeat" => rpc!(body, DatanodeHeartbeat, |r| n.heartbeat(r)),
+        "report_bad_replica" => rpc!(body, wire::BadReplica, |r| n.report_bad_replica(
+            &r.block_id,
+            r.node,
+            &r.reason
+        )),
+        "datanode_status" => rpc!(body, wire::Empty, |_r| n.datanode_status()),
+        "decommission_datanode" => rpc!(body, wire::DatanodeId, |r| n
+            .decommission_datanode(r.id)),
+        "stray_blocks" => rpc!(body, wire::StrayBlocks, |r| n.stray_blocks(r.node, r.ids)),
         "status" => rpc!(body, wire::Empty, |_r| n.status()),
         "put_bucket_replication" => rpc!(body, wire::PutBucketReplication, |r| n
             .put_bucket_replication(&r.bucket, r.cfg)),
         "get_bucket_replication" => rpc!(body, wire::Bucket, |r| n.get_bucket_replication(&r.name)),
+        "edit_replication_rule" => rpc!(body, wire::EditReplicationRule, |r| n
+            .edit_replication_rule(&r.bucket, r.edit)),
         "delete_bucket_replication" => {
             rpc!(body, wire::Bucket, |r| n.delete_bucket_replication(&r.name))
         }

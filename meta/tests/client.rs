@@ -81,6 +81,7 @@ async fn meta_client_speaks_meta_api_over_http() {
             parts: vec![(1, "00".into())],
             checksums: Checksums::default(),
             replica_of: None,
+            min_part_size: None,
         })
         .await
         .unwrap();

@@ -13,7 +13,7 @@ use godwit_common::cluster::ClusterSecret;
 use godwit_common::net::MetaClient;
 use godwit_common::replication::*;
 use godwit_common::types::*;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::MetaApi;
 use godwit_meta::MetaNode;
 use openraft::BasicNode;
 
@@ -127,15 +127,30 @@ async fn three_nodes_replicate_install_snapshots_and_fail_over() {
     }
     m1.put_object(inline("c", "after", b"2")).await.unwrap();
 
-    // Followers refuse reads and writes with the leader's id.
-    assert_eq!(
-        n2.node.get_bucket("c").await.unwrap_err(),
-        MetaError::NotLeader { leader: Some(1) }
-    );
-    assert_eq!(
-        n3.node.create_bucket("x", "r", "AK").await.unwrap_err(),
-        MetaError::NotLeader { leader: Some(1) }
-    );
+    // Followers serve reads through the leader's read index and forward
+    // writes to the leader.
+    assert_eq!(n2.node.get_bucket("c").await.unwrap().name, "c");
+    let v = n2
+        .node
+        .get_object("c", "after", None)
+        .await
+        .unwrap()
+        .version;
+    assert_eq!(v.data, ObjectData::Inline(b"2".to_vec()));
+    n3.node.create_bucket("x", "r", "AK").await.unwrap();
+    assert_eq!(m1.get_bucket("x").await.unwrap().name, "x");
+    // Read-your-write through the other follower.
+    n3.node
+        .put_object(inline("c", "via-3", b"f"))
+        .await
+        .unwrap();
+    let v = n2
+        .node
+        .get_object("c", "via-3", None)
+        .await
+        .unwrap()
+        .version;
+    assert_eq!(v.data, ObjectData::Inline(b"f".to_vec()));
 
     // Lose the leader.
     m1.shutdown().await;
@@ -168,7 +183,7 @@ async fn three_nodes_replicate_install_snapshots_and_fail_over() {
         })
         .await
         .unwrap();
-    assert_eq!(page.objects.len(), 3);
+    assert_eq!(page.objects.len(), 4);
     let tasks = c.lease_tasks(Lane::Standard, 10, 60_000).await.unwrap();
     assert_eq!(tasks.len(), 1);
     assert_eq!(

@@ -787,6 +787,7 @@ async fn multipart_parts_stream_and_the_upload_is_kept_until_completion_replicat
             parts: vec![(1, "aa".into()), (2, "bb".into())],
             checksums: Checksums::default(),
             replica_of: None,
+            min_part_size: None,
         })
         .await
         .unwrap();
@@ -909,6 +910,7 @@ async fn multipart_parts_stream_and_the_upload_is_kept_until_completion_replicat
         parts: vec![(1, "aa".into())],
         checksums: Checksums::default(),
         replica_of: None,
+        min_part_size: None,
     })
     .await
     .unwrap();

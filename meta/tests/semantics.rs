@@ -377,6 +377,7 @@ async fn complete_upload_validates_parts_and_moves_references() {
         parts: parts.into_iter().map(|(n, e)| (n, e.to_string())).collect(),
         checksums: Checksums::default(),
         replica_of: None,
+        min_part_size: None,
     };
     assert!(matches!(
         m.complete_upload(complete(vec![])).await.unwrap_err(),

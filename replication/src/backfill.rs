@@ -5,12 +5,15 @@
 //! restarted worker scans again from the start, which costs HEADs, not
 //! bytes (objects above the optimistic threshold that the destination
 //! already has are skipped) and is correct because tasks are idempotent.
+//!
+//! The same loop removes OSS rules that DeleteBucketReplication closed,
+//! once none of their tasks is left in the queue.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use godwit_common::replication::Lane;
+use godwit_common::replication::{Lane, RuleEdit};
 use godwit_common::{MetaApi, MetaError};
 use tokio_util::sync::CancellationToken;
 
@@ -37,10 +40,10 @@ pub(crate) async fn run_backfill(rep: Arc<Replicator>, shutdown: CancellationTok
             _ = tokio::time::sleep(BACKFILL_INTERVAL) => {}
             _ = shutdown.cancelled() => return,
         }
-        let rules = match backfill_rules(rep.meta.as_ref()).await {
-            Ok(rules) => {
+        let (rules, closing) = match backfill_rules(rep.meta.as_ref()).await {
+            Ok(found) => {
                 logged_failure = false;
-                rules
+                found
             }
             Err(e) => {
                 if !logged_failure {
@@ -57,7 +60,11 @@ pub(crate) async fn run_backfill(rep: Arc<Replicator>, shutdown: CancellationTok
             Err(_) => continue,
         };
         let mut progress: HashMap<RuleRef, (Option<f64>, u64)> = HashMap::new();
+        let mut pending: HashMap<RuleRef, u64> = HashMap::new();
         for row in &stats {
+            *pending
+                .entry((row.bucket.clone(), row.rule_id.clone()))
+                .or_default() += row.pending_operations;
             let entry = progress
                 .entry((row.bucket.clone(), row.rule_id.clone()))
                 .or_insert((None, 0));
@@ -68,6 +75,7 @@ pub(crate) async fn run_backfill(rep: Arc<Replicator>, shutdown: CancellationTok
                 entry.1 += row.pending_operations;
             }
         }
+        remove_drained(rep.meta.as_ref(), &closing, &pending).await;
         let live: HashSet<RuleRef> = rules.iter().cloned().collect();
         cursors.retain(|k, _| live.contains(k));
         finished.retain(|k| live.contains(k));
@@ -115,9 +123,34 @@ pub(crate) async fn run_backfill(rep: Arc<Replicator>, shutdown: CancellationTok
     }
 }
 
-/// (bucket, rule id) of every enabled rule with existing-object replication.
-async fn backfill_rules(meta: &dyn MetaApi) -> Result<Vec<RuleRef>, MetaError> {
+/// OSS rules being closed (DeleteBucketReplication) whose queued tasks all
+/// left the queue are removed for good.
+async fn remove_drained(meta: &dyn MetaApi, closing: &[RuleRef], pending: &HashMap<RuleRef, u64>) {
+    for rule in closing {
+        if pending.get(rule).copied().unwrap_or(0) > 0 {
+            continue;
+        }
+        let edit = RuleEdit::Remove {
+            rule_id: rule.1.clone(),
+        };
+        match meta.edit_replication_rule(&rule.0, edit).await {
+            Ok(_) => tracing::info!(bucket = %rule.0, rule = %rule.1, "closed replication rule removed"),
+            // Removed meanwhile (another worker, or the bucket went).
+            Err(MetaError::NoSuchReplicationRule(_))
+            | Err(MetaError::ReplicationConfigurationNotFound)
+            | Err(MetaError::NoSuchBucket) => {}
+            Err(e) => {
+                tracing::warn!(bucket = %rule.0, rule = %rule.1, error = %e, "removing a closed replication rule failed")
+            }
+        }
+    }
+}
+
+/// (bucket, rule id) of every enabled rule with existing-object
+/// replication, and of every OSS rule being closed.
+async fn backfill_rules(meta: &dyn MetaApi) -> Result<(Vec<RuleRef>, Vec<RuleRef>), MetaError> {
     let mut out = Vec::new();
+    let mut closing = Vec::new();
     for bucket in meta.list_buckets().await? {
         let cfg = match meta.get_bucket_replication(&bucket.name).await {
             Ok(cfg) => cfg,
@@ -127,10 +160,12 @@ async fn backfill_rules(meta: &dyn MetaApi) -> Result<Vec<RuleRef>, MetaError> {
             Err(e) => return Err(e),
         };
         for rule in cfg.rules {
-            if rule.enabled && rule.existing_object_replication {
+            if rule.is_closing() {
+                closing.push((bucket.name.clone(), rule.id));
+            } else if rule.enabled && rule.existing_object_replication {
                 out.push((bucket.name.clone(), rule.id));
             }
         }
     }
-    Ok(out)
+    Ok((out, closing))
 }

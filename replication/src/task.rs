@@ -117,6 +117,7 @@ impl Replicator {
             TaskKind::NewVersion => self.new_version(task, &remote).await,
             TaskKind::DeleteMarker => self.delete_marker(task, &remote).await,
             TaskKind::TagsChanged => self.tags_changed(task, &remote).await,
+            TaskKind::KeyDeleted => self.key_deleted(task, &remote).await,
             TaskKind::PartCommitted {
                 upload_id,
                 part_number,
@@ -363,6 +364,32 @@ impl Replicator {
                     &self.cfg.region,
                     obj.version.last_modified_ms,
                 )],
+            )
+            .await?;
+        Ok(Step::Done)
+    }
+
+    /// A key of an unversioned bucket was deleted: DELETE it at the
+    /// destination, marked as a replica whose time is the delete's, so a
+    /// Godwit destination keeps a newer write of the key (last writer
+    /// wins). When the source holds the key again it was written after the
+    /// delete: that write's own task brings it, and the delete is moot.
+    async fn key_deleted(&self, task: &ReplicationTask, remote: &Remote) -> TaskResult {
+        match self.meta.get_object(&task.bucket, &task.key, None).await {
+            Ok(obj) if !obj.version.is_delete_marker => {
+                return Ok(Step::Skipped("written_again"));
+            }
+            Ok(_) => {}
+            Err(MetaError::NoSuchKey) => {}
+            // The bucket itself is gone: nothing left to mirror.
+            Err(e) => return Err(e.into()),
+        }
+        remote
+            .client
+            .delete_object(
+                &task.destination_bucket,
+                &task.key,
+                vec![replica_header(&self.cfg.region, task.created_ms)],
             )
             .await?;
         Ok(Step::Done)

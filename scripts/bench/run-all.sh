@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 trap - EXIT
 
 "$BENCH_DIR/machine.sh" | tee "$OUT/machine.txt"
-for s in 02-single-stream 03-small-ops 04-1mib 05-io-backend 06-nodelay 07-ceiling 01-rss-1gib; do
+for s in 02-single-stream 03-small-ops 04-1mib 05-io-backend 06-nodelay 07-ceiling 08-oss-dialect 01-rss-1gib; do
   echo "== $s"
   "$BENCH_DIR/$s.sh" || echo "FAILED: $s (exit $?)"
 done 2>&1 | tee "$OUT/run-all.log"

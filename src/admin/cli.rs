@@ -8,7 +8,7 @@ use anyhow::Context;
 use aws_credential_types::Credentials;
 use clap::{Args, Subcommand};
 use comfy_table::Table;
-use godwit_common::types::AccessKey;
+use godwit_common::types::{AccessKey, DatanodeState, DatanodeStatus};
 
 use godwit_common::replication::{RemoteInfo, RuleStats};
 
@@ -53,6 +53,22 @@ pub enum AdminCommand {
     /// Replication status and failed-task retries.
     #[command(subcommand)]
     Replication(ReplicationCommand),
+    /// Meta group membership: status, init, add-meta, remove-meta, compact.
+    #[command(subcommand)]
+    Cluster(super::cluster::ClusterCommand),
+    /// Datanodes: list (state, liveness, usage), decommission.
+    #[command(subcommand)]
+    Datanode(DatanodeCommand),
+}
+
+#[derive(Subcommand)]
+pub enum DatanodeCommand {
+    /// Every datanode: id, address, zone, state (up, down,
+    /// decommissioning, decommissioned), usage and blocks.
+    List,
+    /// Move a datanode's blocks to other nodes, then mark it
+    /// decommissioned so it can leave.
+    Decommission { id: u64 },
 }
 
 #[derive(Subcommand)]
@@ -101,14 +117,14 @@ pub enum KeyCommand {
     },
 }
 
-struct AdminClient {
+pub(crate) struct AdminClient {
     endpoint: String,
     creds: RootCredentials,
     http: reqwest::Client,
 }
 
 impl AdminClient {
-    async fn send(
+    pub(crate) async fn send(
         &self,
         method: http::Method,
         path_and_query: &str,
@@ -117,7 +133,7 @@ impl AdminClient {
     }
 
     /// Sends a request whose body's SHA-256 is signed (the server checks it).
-    async fn send_body(
+    pub(crate) async fn send_body(
         &self,
         method: http::Method,
         path_and_query: &str,
@@ -187,6 +203,57 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
         http: reqwest::Client::new(),
     };
     match &a.command {
+        AdminCommand::Cluster(cmd) => super::cluster::run(&client, cmd, a.json).await?,
+        AdminCommand::Datanode(DatanodeCommand::List) => {
+            let nodes: Vec<DatanodeStatus> = client
+                .send(http::Method::GET, "/admin/v1/datanodes")
+                .await?
+                .json()
+                .await?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&nodes)?);
+            } else {
+                let mut t = Table::new();
+                t.set_header(vec![
+                    "id",
+                    "address",
+                    "zone",
+                    "state",
+                    "last seen (s)",
+                    "used",
+                    "capacity",
+                    "block files",
+                    "placed blocks",
+                ]);
+                for n in nodes {
+                    t.add_row(vec![
+                        n.id.to_string(),
+                        n.addr.clone(),
+                        n.zone.clone().unwrap_or_default(),
+                        datanode_state(&n).to_string(),
+                        n.last_seen_ms
+                            .map(|ms| format!("{:.1}", ms as f64 / 1000.0))
+                            .unwrap_or_else(|| "-".into()),
+                        human_bytes(n.used_bytes),
+                        human_bytes(n.capacity_bytes),
+                        n.blocks.to_string(),
+                        n.placed_blocks.to_string(),
+                    ]);
+                }
+                println!("{t}");
+            }
+        }
+        AdminCommand::Datanode(DatanodeCommand::Decommission { id }) => {
+            client
+                .send(
+                    http::Method::POST,
+                    &format!("/admin/v1/datanodes/{id}/decommission"),
+                )
+                .await?;
+            if !a.json {
+                println!("datanode {id} is decommissioning: its blocks are moving to other nodes");
+            }
+        }
         AdminCommand::Key(KeyCommand::Create { name }) => {
             let q = format!("/admin/v1/keys?name={}", percent_encode(name));
             let key: AccessKey = client.send(http::Method::POST, &q).await?.json().await?;
@@ -399,6 +466,30 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// One word for a datanode: its admin state, or up/down while active.
+pub fn datanode_state(n: &DatanodeStatus) -> &'static str {
+    match (n.state, n.up) {
+        (DatanodeState::Active, true) => "up",
+        (DatanodeState::Active, false) => "down",
+        (s, _) => s.as_str(),
+    }
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 fn percent_encode(s: &str) -> String {

@@ -2,4 +2,5 @@
 //! `godwit admin` client that talks to it.
 
 pub mod cli;
+pub mod cluster;
 pub mod server;

@@ -23,14 +23,37 @@ use sha2::Digest;
 pub struct AdminState {
     pub ready: AtomicBool,
     meta: RwLock<Option<Arc<dyn MetaApi>>>,
+    /// On a meta node: the node itself and this process's root key, for
+    /// the cluster routes (`cluster.rs`).
+    meta_node: RwLock<Option<MetaNodeAccess>>,
 }
+
+/// A meta node and the root key of its process.
+pub(crate) type MetaNodeAccess = (
+    Arc<godwit_meta::MetaNode>,
+    crate::credentials::RootCredentials,
+);
 
 impl AdminState {
     pub fn new(meta: Option<Arc<dyn MetaApi>>) -> Self {
         AdminState {
             ready: AtomicBool::new(false),
             meta: RwLock::new(meta),
+            meta_node: RwLock::new(None),
         }
+    }
+
+    /// Serves the cluster routes from `node` (a meta node's process).
+    pub fn set_meta_node(
+        &self,
+        node: Arc<godwit_meta::MetaNode>,
+        root: crate::credentials::RootCredentials,
+    ) {
+        *self.meta_node.write().expect("admin lock") = Some((node, root));
+    }
+
+    pub(crate) fn meta_node(&self) -> Option<MetaNodeAccess> {
+        self.meta_node.read().expect("admin lock").clone()
     }
 
     pub fn set_meta(&self, meta: Arc<dyn MetaApi>) {
@@ -67,7 +90,7 @@ impl From<AccessKey> for KeySummary {
 }
 
 #[derive(Debug)]
-enum AdminError {
+pub(crate) enum AdminError {
     NotReady,
     Auth(S3Error),
     NotRoot,
@@ -340,6 +363,28 @@ async fn retry_failed(
     }))
 }
 
+async fn list_datanodes(
+    State(s): State<Arc<AdminState>>,
+    req: Request,
+) -> Result<Json<Vec<godwit_common::types::DatanodeStatus>>, AdminError> {
+    require_root(&s, req).await?;
+    Ok(Json(s.meta()?.datanode_status().await?))
+}
+
+/// Starts draining a datanode (`godwit admin datanode decommission ID`).
+async fn decommission_datanode(
+    State(s): State<Arc<AdminState>>,
+    Path(id): Path<u64>,
+    req: Request,
+) -> Result<StatusCode, AdminError> {
+    require_root(&s, req).await?;
+    match s.meta()?.decommission_datanode(id).await {
+        Ok(()) => Ok(StatusCode::NO_CONTENT),
+        Err(MetaError::InvalidArgument(m)) => Err(AdminError::BadRequest(m)),
+        Err(e) => Err(e.into()),
+    }
+}
+
 pub fn router(state: Arc<AdminState>) -> Router {
     Router::new()
         .route("/health", get(health))
@@ -351,5 +396,11 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/admin/v1/remotes/{name}", delete(remove_remote))
         .route("/admin/v1/replication/status", get(replication_status))
         .route("/admin/v1/replication/retry-failed", post(retry_failed))
+        .route("/admin/v1/datanodes", get(list_datanodes))
+        .route(
+            "/admin/v1/datanodes/{id}/decommission",
+            post(decommission_datanode),
+        )
+        .merge(super::cluster::routes())
         .with_state(state)
 }

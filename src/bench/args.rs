@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 
 /// Duration of a run when neither `--duration` nor `--count` is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(30);
@@ -20,10 +20,15 @@ pub const DEFAULT_MIX: &str = "put=20,get=70,head=10";
 /// Load an S3 endpoint with PUT/GET/HEAD/LIST/DELETE requests and report
 /// throughput and latency percentiles.
 #[derive(Debug, Clone, Args)]
+#[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    /// Instead of loading an endpoint, time something locally.
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
+
     /// S3 endpoint, e.g. http://127.0.0.1:9000 (requests are path-style).
-    #[arg(long)]
-    pub endpoint: String,
+    #[arg(long, required = true)]
+    pub endpoint: Option<String>,
 
     /// Access key id (falls back to AWS_ACCESS_KEY_ID).
     #[arg(long, env = "GODWIT_ACCESS_KEY_ID", hide_env_values = true)]
@@ -33,7 +38,20 @@ pub struct BenchArgs {
     #[arg(long, env = "GODWIT_SECRET_ACCESS_KEY", hide_env_values = true)]
     pub secret_key: Option<String>,
 
-    /// Region used in the SigV4 scope.
+    /// How requests are signed: AWS SigV4, or as an Alibaba OSS client
+    /// does (V1 `OSS ak:sig`, V4 `OSS4-HMAC-SHA256` with UNSIGNED-PAYLOAD).
+    /// With an OSS signer the server answers in its OSS dialect, and every
+    /// PUT and GET must carry `x-oss-hash-crc64ecma` (a PUT's must be the
+    /// CRC-64 of the body sent).
+    #[arg(long, value_enum, default_value_t = Signer::AwsV4)]
+    pub signer: Signer,
+
+    /// A checksum header to send with every PUT, as AWS SDKs do
+    /// (`x-amz-checksum-crc32c`); with --signer aws-v4 only.
+    #[arg(long, value_enum, default_value_t = ChecksumHeader::None)]
+    pub checksum: ChecksumHeader,
+
+    /// Region used in the SigV4 (and OSS V4) scope.
     #[arg(long, default_value = "us-east-1")]
     pub region: String,
 
@@ -99,6 +117,64 @@ pub struct BenchArgs {
     /// this run created it).
     #[arg(long)]
     pub cleanup: bool,
+}
+
+/// `godwit bench <command>`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum BenchCommand {
+    /// Time the checksums and digests of the data path (CRC-64/XZ,
+    /// CRC-64/NVME, CRC32C, CRC32, MD5, SHA-256) over an in-memory buffer,
+    /// one core, and print GB/s (10^9 bytes/s).
+    Checksums(ChecksumArgs),
+}
+
+/// `godwit bench checksums`.
+#[derive(Debug, Clone, Args)]
+pub struct ChecksumArgs {
+    /// Buffer size.
+    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    pub size: u64,
+
+    /// Time spent on each algorithm (after one warm-up pass).
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub duration: Duration,
+
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How the bench client signs its requests (`--signer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Signer {
+    /// AWS Signature V4 (`AWS4-HMAC-SHA256`).
+    AwsV4,
+    /// Alibaba OSS V1: `Authorization: OSS ak:base64(HMAC-SHA1)`.
+    OssV1,
+    /// Alibaba OSS V4: `OSS4-HMAC-SHA256`, UNSIGNED-PAYLOAD.
+    OssV4,
+}
+
+impl Signer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signer::AwsV4 => "aws-v4",
+            Signer::OssV1 => "oss-v1",
+            Signer::OssV4 => "oss-v4",
+        }
+    }
+
+    pub fn is_oss(self) -> bool {
+        self != Signer::AwsV4
+    }
+}
+
+/// `--checksum`: a flexible-checksum header sent with every PUT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ChecksumHeader {
+    None,
+    /// `x-amz-checksum-crc32c`, which the server must compute and compare.
+    Crc32c,
 }
 
 /// The workload selected by `--op`.
@@ -350,6 +426,28 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("3 weeks").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+
+    #[test]
+    fn checksums_needs_no_endpoint_and_a_load_run_does() {
+        use clap::Parser;
+        let cli = Cli::try_parse_from(["bench", "checksums", "--size", "1MiB"]).unwrap();
+        match cli.args.command {
+            Some(BenchCommand::Checksums(c)) => assert_eq!(c.size, 1 << 20),
+            None => panic!("no subcommand"),
+        }
+        assert!(Cli::try_parse_from(["bench", "--op", "get"]).is_err());
+        let cli = Cli::try_parse_from(["bench", "--endpoint", "http://h:1", "--signer", "oss-v1"])
+            .unwrap();
+        assert_eq!(cli.args.signer, Signer::OssV1);
+        assert_eq!(cli.args.endpoint.as_deref(), Some("http://h:1"));
+        assert!(Cli::try_parse_from(["bench", "--endpoint", "x", "--signer", "oss-v2"]).is_err());
     }
 
     #[test]

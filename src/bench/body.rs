@@ -25,6 +25,17 @@ pub struct Payload {
     /// Hex SHA-256 of the body, for `--payload signed`; `None` sends
     /// `UNSIGNED-PAYLOAD`.
     sha256_hex: Option<String>,
+    /// CRC32C and CRC-64/XZ of the whole body, when asked for.
+    crcs: Option<Crcs>,
+}
+
+/// Checksums of a payload the client checks or sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Crcs {
+    /// CRC32C (`x-amz-checksum-crc32c`).
+    pub crc32c: u32,
+    /// CRC-64/XZ (OSS `x-oss-hash-crc64ecma`).
+    pub crc64xz: u64,
 }
 
 impl Payload {
@@ -42,6 +53,7 @@ impl Payload {
             block,
             size,
             sha256_hex: None,
+            crcs: None,
         };
         if signed {
             let mut hasher = Sha256::new();
@@ -55,6 +67,26 @@ impl Payload {
 
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// Computes the body's CRC32C and CRC-64/XZ once, for runs that send
+    /// or check them.
+    pub fn with_crcs(mut self) -> Payload {
+        let mut crc32c = 0u32;
+        let mut crc64 = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc64Xz);
+        for chunk in self.chunks() {
+            crc32c = crc32c::crc32c_append(crc32c, &chunk);
+            crc64.update(&chunk);
+        }
+        self.crcs = Some(Crcs {
+            crc32c,
+            crc64xz: crc64.finalize(),
+        });
+        self
+    }
+
+    pub fn crcs(&self) -> Option<Crcs> {
+        self.crcs
     }
 
     pub fn sha256_hex(&self) -> Option<&str> {
@@ -131,5 +163,25 @@ mod tests {
             Some("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         );
         assert_eq!(Payload::new(10, false).sha256_hex(), None);
+    }
+
+    #[test]
+    fn crcs_cover_the_whole_body() {
+        // "123456789" repeated from a 4-byte block: the catalogue check
+        // values of CRC32C and CRC-64/XZ.
+        let p = Payload::from_block(Bytes::from_static(b"1234"), 4, false);
+        assert_eq!(p.crcs(), None);
+        let block = Bytes::from_static(b"123456789");
+        let p = Payload::from_block(block, 9, false).with_crcs();
+        assert_eq!(
+            p.crcs(),
+            Some(Crcs {
+                crc32c: 0xE306_9283,
+                crc64xz: 0x995D_C9BB_DF19_39FA
+            })
+        );
+        let two = Payload::from_block(Bytes::from_static(b"12345"), 9, false).with_crcs();
+        let whole = Payload::from_block(Bytes::from_static(b"123451234"), 9, false).with_crcs();
+        assert_eq!(two.crcs(), whole.crcs());
     }
 }

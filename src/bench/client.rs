@@ -2,6 +2,10 @@
 //! URLs, headers signed with aws-sigv4 through the replication client's
 //! signing helpers (`godwit_common::net::s3_remote`), so both sign the same
 //! way. It speaks plain S3, so the bench runs against any S3 server.
+//!
+//! With `--signer oss-v1|oss-v4` it signs as an Alibaba OSS client does
+//! (`oss_sign`), and holds the server to OSS's answer: every PUT and GET
+//! must return `x-oss-hash-crc64ecma`, a PUT's the CRC-64 of its body.
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -16,7 +20,11 @@ use reqwest::{Method, Response, StatusCode};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use base64::Engine;
+
+use super::args::{ChecksumHeader, Signer};
 use super::body::Payload;
+use super::oss_sign::{self, OssKey, OssRequest, OssVersion};
 
 pub use godwit_common::net::s3_remote::{uri_encode, EMPTY_SHA256, UNSIGNED_PAYLOAD};
 
@@ -33,6 +41,12 @@ pub enum OpError {
     Transport { kind: &'static str, message: String },
     /// The body ended before its `Content-Length` or the expected size.
     WrongLength { expected: u64, got: u64 },
+    /// An OSS answer without `x-oss-hash-crc64ecma`, or with another CRC
+    /// than the body's.
+    Crc64 {
+        expected: Option<u64>,
+        got: Option<String>,
+    },
 }
 
 impl OpError {
@@ -66,6 +80,8 @@ impl OpError {
             }
             OpError::Transport { kind, .. } => kind.to_string(),
             OpError::WrongLength { .. } => "wrong body length".to_string(),
+            OpError::Crc64 { got: None, .. } => "no x-oss-hash-crc64ecma".to_string(),
+            OpError::Crc64 { .. } => "wrong x-oss-hash-crc64ecma".to_string(),
         }
     }
 }
@@ -78,6 +94,12 @@ impl fmt::Display for OpError {
             OpError::WrongLength { expected, got } => {
                 write!(f, "body has {got} bytes, expected {expected}")
             }
+            OpError::Crc64 { expected, got } => write!(
+                f,
+                "x-oss-hash-crc64ecma: {}, expected {}",
+                got.as_deref().unwrap_or("(none)"),
+                expected.map_or("a CRC-64".to_string(), |e| e.to_string())
+            ),
         }
     }
 }
@@ -98,6 +120,8 @@ pub struct S3Client {
     base: String,
     region: String,
     credentials: Credentials,
+    signer: Signer,
+    checksum: ChecksumHeader,
 }
 
 impl S3Client {
@@ -134,13 +158,28 @@ impl S3Client {
             base: url.as_str().trim_end_matches('/').to_string(),
             region: region.to_string(),
             credentials: Credentials::new(access_key, secret_key, None, None, "godwit-bench"),
+            signer: Signer::AwsV4,
+            checksum: ChecksumHeader::None,
         })
+    }
+
+    /// Signs every request with `signer` (AWS SigV4 by default).
+    pub fn with_signer(mut self, signer: Signer) -> S3Client {
+        self.signer = signer;
+        self
+    }
+
+    /// Sends `checksum` with every PUT (none by default); the payload must
+    /// carry its CRCs (`Payload::with_crcs`).
+    pub fn with_checksum(mut self, checksum: ChecksumHeader) -> S3Client {
+        self.checksum = checksum;
+        self
     }
 
     /// HeadBucket: `Ok(true)` if it exists and is ours, `Ok(false)` on 404.
     pub async fn bucket_exists(&self, bucket: &str) -> Result<bool, OpError> {
         let resp = self
-            .send(Method::HEAD, &bucket_path(bucket), EMPTY_SHA256, None)
+            .send(Method::HEAD, &bucket_path(bucket), EMPTY_SHA256, &[], None)
             .await?;
         match resp.status() {
             s if s.is_success() => Ok(true),
@@ -168,6 +207,7 @@ impl S3Client {
                 Method::PUT,
                 &bucket_path(bucket),
                 &hash,
+                &[],
                 Some((reqwest::Body::from(body), len)),
             )
             .await?;
@@ -183,7 +223,13 @@ impl S3Client {
     /// DeleteBucket (the bucket must be empty).
     pub async fn delete_bucket(&self, bucket: &str) -> Result<(), OpError> {
         let resp = self
-            .send(Method::DELETE, &bucket_path(bucket), EMPTY_SHA256, None)
+            .send(
+                Method::DELETE,
+                &bucket_path(bucket),
+                EMPTY_SHA256,
+                &[],
+                None,
+            )
             .await?;
         check(resp).await.map(drop)
     }
@@ -196,15 +242,27 @@ impl S3Client {
         payload: &Payload,
     ) -> Result<u64, OpError> {
         let hash = payload.sha256_hex().unwrap_or(UNSIGNED_PAYLOAD);
+        let mut extra = Vec::new();
+        if self.checksum == ChecksumHeader::Crc32c {
+            let crc = payload.crcs().expect("--checksum needs the payload's CRCs");
+            extra.push((
+                "x-amz-checksum-crc32c".to_string(),
+                base64::engine::general_purpose::STANDARD.encode(crc.crc32c.to_be_bytes()),
+            ));
+        }
         let resp = self
             .send(
                 Method::PUT,
                 &object_path(bucket, key),
                 hash,
+                &extra,
                 Some((payload.body(), payload.size())),
             )
             .await?;
-        check(resp).await?;
+        let resp = check(resp).await?;
+        if self.signer.is_oss() {
+            check_crc64(resp.headers(), payload.crcs().map(|c| c.crc64xz))?;
+        }
         Ok(payload.size())
     }
 
@@ -217,9 +275,18 @@ impl S3Client {
         expect: Option<u64>,
     ) -> Result<u64, OpError> {
         let resp = self
-            .send(Method::GET, &object_path(bucket, key), EMPTY_SHA256, None)
+            .send(
+                Method::GET,
+                &object_path(bucket, key),
+                EMPTY_SHA256,
+                &[],
+                None,
+            )
             .await?;
         let mut resp = check(resp).await?;
+        if self.signer.is_oss() {
+            check_crc64(resp.headers(), None)?;
+        }
         let announced = content_length(resp.headers());
         let mut got = 0u64;
         while let Some(chunk) = resp.chunk().await.map_err(OpError::transport)? {
@@ -236,7 +303,13 @@ impl S3Client {
     /// HeadObject; returns the object's `Content-Length`.
     pub async fn head_object(&self, bucket: &str, key: &str) -> Result<u64, OpError> {
         let resp = self
-            .send(Method::HEAD, &object_path(bucket, key), EMPTY_SHA256, None)
+            .send(
+                Method::HEAD,
+                &object_path(bucket, key),
+                EMPTY_SHA256,
+                &[],
+                None,
+            )
             .await?;
         let resp = check(resp).await?;
         Ok(content_length(resp.headers()).unwrap_or(0))
@@ -249,6 +322,7 @@ impl S3Client {
                 Method::DELETE,
                 &object_path(bucket, key),
                 EMPTY_SHA256,
+                &[],
                 None,
             )
             .await?;
@@ -273,31 +347,67 @@ impl S3Client {
             uri_encode(prefix, true)
         ));
         let path = format!("{}?{query}", bucket_path(bucket));
-        let resp = self.send(Method::GET, &path, EMPTY_SHA256, None).await?;
+        let resp = self
+            .send(Method::GET, &path, EMPTY_SHA256, &[], None)
+            .await?;
         let resp = check(resp).await?;
         let xml = resp.text().await.map_err(OpError::transport)?;
         Ok(parse_list_page(&xml))
     }
 
     /// Signs and sends one request. `path_and_query` is already URI-encoded;
-    /// `payload_hash` is the `x-amz-content-sha256` value.
+    /// `payload_hash` is the `x-amz-content-sha256` value (OSS V4 sends
+    /// UNSIGNED-PAYLOAD for a bodiless request, as the OSS SDKs do);
+    /// `extra` are headers to send and sign besides the signer's own.
     async fn send(
         &self,
         method: Method,
         path_and_query: &str,
         payload_hash: &str,
+        extra: &[(String, String)],
         body: Option<(reqwest::Body, u64)>,
     ) -> Result<Response, OpError> {
         let url = format!("{}{path_and_query}", self.base);
-        let headers = sign_headers(
-            method.as_str(),
-            &url,
-            payload_hash,
-            &self.credentials,
-            &self.region,
-            SystemTime::now(),
-        )
-        .map_err(|e| OpError::Transport {
+        let now = SystemTime::now();
+        let signed = match self.signer {
+            Signer::AwsV4 => sign_headers_with(
+                method.as_str(),
+                &url,
+                extra,
+                payload_hash,
+                &self.credentials,
+                &self.region,
+                now,
+            ),
+            Signer::OssV1 | Signer::OssV4 => {
+                let version = if self.signer == Signer::OssV1 {
+                    OssVersion::V1
+                } else {
+                    OssVersion::V4
+                };
+                let payload_hash = if payload_hash == EMPTY_SHA256 {
+                    UNSIGNED_PAYLOAD
+                } else {
+                    payload_hash
+                };
+                let req = OssRequest {
+                    method: method.as_str(),
+                    url: &url,
+                    headers: extra,
+                    payload_hash,
+                };
+                let key = OssKey {
+                    access_key: self.credentials.access_key_id(),
+                    secret_key: self.credentials.secret_access_key(),
+                    region: &self.region,
+                };
+                oss_sign::sign(version, &req, &key, now).and_then(|mut headers| {
+                    headers.extend(extra.iter().cloned());
+                    header_map(headers)
+                })
+            }
+        };
+        let headers = signed.map_err(|e| OpError::Transport {
             kind: "signing error",
             message: format!("{e:#}"),
         })?;
@@ -322,16 +432,54 @@ pub fn sign_headers(
     region: &str,
     time: SystemTime,
 ) -> anyhow::Result<HeaderMap> {
-    let signed = s3_remote::sign_headers(method, url, &[], payload_hash, credentials, region, time)
-        .map_err(|e| anyhow!(e))?;
+    sign_headers_with(method, url, &[], payload_hash, credentials, region, time)
+}
+
+/// [`sign_headers`] with `extra` headers, signed and returned with the
+/// signature's own.
+fn sign_headers_with(
+    method: &str,
+    url: &str,
+    extra: &[(String, String)],
+    payload_hash: &str,
+    credentials: &Credentials,
+    region: &str,
+    time: SystemTime,
+) -> anyhow::Result<HeaderMap> {
+    let mut signed =
+        s3_remote::sign_headers(method, url, extra, payload_hash, credentials, region, time)
+            .map_err(|e| anyhow!(e))?;
+    for (name, value) in extra {
+        if !signed.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            signed.push((name.clone(), value.clone()));
+        }
+    }
+    header_map(signed)
+}
+
+fn header_map(pairs: Vec<(String, String)>) -> anyhow::Result<HeaderMap> {
     let mut headers = HeaderMap::new();
-    for (name, value) in signed {
+    for (name, value) in pairs {
         headers.insert(
             HeaderName::from_bytes(name.as_bytes()).context("signed header name")?,
             HeaderValue::from_str(&value).context("signed header value")?,
         );
     }
     Ok(headers)
+}
+
+/// OSS returns the stored object's CRC-64/XZ as an unsigned decimal in
+/// `x-oss-hash-crc64ecma`; `expected` is the body's, when known.
+fn check_crc64(headers: &HeaderMap, expected: Option<u64>) -> Result<(), OpError> {
+    let got = headers
+        .get("x-oss-hash-crc64ecma")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let parsed = got.as_deref().and_then(|v| v.parse::<u64>().ok());
+    match (parsed, expected) {
+        (Some(crc), Some(want)) if crc == want => Ok(()),
+        (Some(_), None) => Ok(()),
+        _ => Err(OpError::Crc64 { expected, got }),
+    }
 }
 
 fn content_length(headers: &HeaderMap) -> Option<u64> {

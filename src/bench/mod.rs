@@ -9,11 +9,15 @@
 //!
 //! Layout: `args` (the command line), `client` (the signed S3 client),
 //! `body` (payload generation), `stats` (histograms and counters), `run`
-//! (prepare, measure, cleanup) and `report` (table and JSON).
+//! (prepare, measure, cleanup), `report` (table and JSON), `oss_sign` (the
+//! OSS V1/V4 signers of `--signer`) and `checksums` (`godwit bench
+//! checksums`, the raw speed of the data path's checksums).
 
 mod args;
 mod body;
+mod checksums;
 pub mod client;
+mod oss_sign;
 mod report;
 mod run;
 mod stats;
@@ -27,5 +31,10 @@ pub use args::BenchArgs;
 /// prepares objects for read workloads, measures, prints the summary, and
 /// cleans up when asked.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
-    run::run(args).await
+    match args.command {
+        Some(args::BenchCommand::Checksums(c)) => {
+            tokio::task::spawn_blocking(move || checksums::run(c)).await?
+        }
+        None => run::run(args).await,
+    }
 }

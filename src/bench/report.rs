@@ -22,6 +22,10 @@ pub struct Summary {
     pub object_size: u64,
     pub concurrency: u64,
     pub payload: String,
+    /// `--signer`: `aws-v4`, `oss-v1` or `oss-v4`.
+    pub signer: String,
+    /// `--checksum`: `none` or `crc32c`.
+    pub checksum: String,
     pub elapsed_secs: f64,
     pub operations: Vec<OpSummary>,
     /// All operations together; present when more than one kind ran.
@@ -158,7 +162,7 @@ impl Summary {
             }
         }
         let mut out = format!(
-            "{} of {} with {} in flight against {}/{}/{} (payload {}), {:.2}s\n",
+            "{} of {} with {} in flight against {}/{}/{} (payload {}, signer {}, checksum {}), {:.2}s\n",
             self.workload,
             format_size(self.object_size),
             self.concurrency,
@@ -166,6 +170,8 @@ impl Summary {
             self.bucket,
             self.prefix,
             self.payload,
+            self.signer,
+            self.checksum,
             self.elapsed_secs
         );
         out.push_str(&table.to_string());
@@ -215,6 +221,8 @@ mod tests {
             object_size: 4096,
             concurrency: 16,
             payload: "unsigned".into(),
+            signer: "aws-v4".into(),
+            checksum: "none".into(),
             elapsed_secs: 2.0,
             operations,
             total,

@@ -14,8 +14,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::args::{
-    default_objects, format_size, parse_mix, BenchArgs, Op, OpKind, PayloadMode, DEFAULT_DURATION,
-    DEFAULT_MIX,
+    default_objects, format_size, parse_mix, BenchArgs, ChecksumHeader, Op, OpKind, PayloadMode,
+    DEFAULT_DURATION, DEFAULT_MIX,
 };
 use super::body::Payload;
 use super::client::{OpError, S3Client, LIST_PAGE_KEYS};
@@ -158,25 +158,43 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
 /// The whole run; prints the summary when `print`, and returns it.
 pub async fn execute(args: &BenchArgs, print: bool) -> anyhow::Result<Summary> {
     let plan = Plan::new(args)?;
+    let endpoint = args.endpoint.as_deref().context("--endpoint is required")?;
+    if args.checksum != ChecksumHeader::None && args.signer.is_oss() {
+        bail!("--checksum is an AWS header; OSS clients send none (the server returns x-oss-hash-crc64ecma)");
+    }
     let (access_key, secret_key) = credentials(args)?;
     let concurrency = args.concurrency as usize;
-    let client = Arc::new(S3Client::new(
-        &args.endpoint,
-        &args.region,
-        &access_key,
-        &secret_key,
-        concurrency,
-    )?);
+    let client = Arc::new(
+        S3Client::new(
+            endpoint,
+            &args.region,
+            &access_key,
+            &secret_key,
+            concurrency,
+        )?
+        .with_signer(args.signer)
+        .with_checksum(args.checksum),
+    );
 
     let created_bucket = ensure_bucket(&client, &args.bucket).await?;
 
     let writes = plan.prepare || plan.workload.includes(OpKind::Put);
     let signed = args.payload == PayloadMode::Signed && writes;
     let size = args.size;
+    // OSS answers carry the body's CRC-64, which the client checks; an
+    // AWS --checksum header carries its CRC32C.
+    let crcs = args.signer.is_oss() || args.checksum != ChecksumHeader::None;
     let payload = Arc::new(
-        tokio::task::spawn_blocking(move || Payload::new(size, signed))
-            .await
-            .context("building the payload")?,
+        tokio::task::spawn_blocking(move || {
+            let payload = Payload::new(size, signed);
+            if crcs {
+                payload.with_crcs()
+            } else {
+                payload
+            }
+        })
+        .await
+        .context("building the payload")?,
     );
 
     if plan.prepare {
@@ -200,7 +218,7 @@ pub async fn execute(args: &BenchArgs, print: bool) -> anyhow::Result<Summary> {
         shared.plan.workload_name,
         format_size(args.size),
         concurrency,
-        args.endpoint,
+        endpoint,
         match shared.plan.stop {
             StopRule::After(d) => format!("{:.1}s", d.as_secs_f64()),
             StopRule::Count(n) => format!("{n} ops"),
@@ -211,7 +229,9 @@ pub async fn execute(args: &BenchArgs, print: bool) -> anyhow::Result<Summary> {
     let results = shared.recorder.take();
     let (operations, total) = summarize(&results, elapsed);
     let summary = Summary {
-        endpoint: args.endpoint.clone(),
+        endpoint: endpoint.to_string(),
+        signer: args.signer.as_str().to_string(),
+        checksum: format!("{:?}", args.checksum).to_ascii_lowercase(),
         bucket: args.bucket.clone(),
         prefix: args.prefix.clone(),
         workload: shared.plan.workload_name.clone(),

@@ -136,6 +136,7 @@ impl LocalRegions {
             s3_listen: Some("127.0.0.1:0".into()),
             admin_listen: Some("127.0.0.1:0".into()),
             region: Some(name.into()),
+            domains: Vec::new(),
             storage: StorageArgs {
                 inline_threshold: None,
                 block_size: None,
@@ -151,6 +152,8 @@ impl LocalRegions {
                 replication_max_attempts: Some(1_000),
                 ..Default::default()
             },
+            tier: Default::default(),
+            datanode_tier: Default::default(),
         };
         let handle = start_server(ServerConfig::resolve(args)?).await?;
         self.servers.push((handle, dir));

@@ -52,6 +52,20 @@ impl S3 {
         headers: &[(&str, &str)],
         body: Vec<u8>,
     ) -> reqwest::Response {
+        self.try_send(method, path_and_query, headers, body)
+            .await
+            .unwrap()
+    }
+
+    /// As `send`, returning transport errors (timeouts, refused
+    /// connections) instead of panicking.
+    pub async fn try_send(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> reqwest::Result<reqwest::Response> {
         let url = format!("{}{}", self.endpoint, path_and_query);
         let identity =
             Credentials::new(&self.access_key, &self.secret_key, None, None, "test").into();
@@ -86,7 +100,6 @@ impl S3 {
         self.http
             .execute(reqwest::Request::try_from(req).unwrap())
             .await
-            .unwrap()
     }
 
     pub async fn put(&self, path: &str, body: Vec<u8>) -> reqwest::Response {

@@ -6,16 +6,21 @@
 //! struct such as `NewObject`) and a JSON `Result<T, MetaError>` answer.
 //! Every request carries `CLUSTER_AUTH_HEADER`.
 //!
-//! Leader handling: the client talks to one endpoint at a time. When that
-//! node answers `NotLeader`, or cannot be connected to, the client moves to
-//! the next endpoint and retries (each endpoint at most once per call, and
-//! at least one retry even with a single endpoint). Both are safe for
-//! writes: a `NotLeader` answer or a refused connection means the command
-//! was not proposed. Timeouts after the request was sent are not retried.
+//! Leader handling: any meta node answers any call (a follower forwards
+//! writes to the leader and reads through the leader's read index), and
+//! every answer names the leader's address (`x-godwit-meta-leader`), which
+//! the client uses for its next call when it is one of its endpoints.
+//! When a node cannot be reached, answers `NotLeader` (no leader during an
+//! election) or, for reads, fails in any way, the client moves to the next
+//! endpoint and retries, backing off once every endpoint failed, for up to
+//! `RETRY_WINDOW` (several election timeouts). Writes are retried only
+//! when they certainly were not proposed (refused connection, `NotLeader`);
+//! a write that timed out or lost its connection after being sent returns
+//! `Unavailable` (outcome unknown), as S3 answers 503.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
@@ -37,7 +42,7 @@ pub mod wire {
 
     use serde::{Deserialize, Serialize};
 
-    use crate::replication::{Lane, ReplicaOrigin, ReplicationConfig, TaskOutcome};
+    use crate::replication::{Lane, ReplicaOrigin, ReplicationConfig, RuleEdit, TaskOutcome};
     use crate::types::{PartRecord, VersioningState};
 
     #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -108,6 +113,25 @@ pub mod wire {
         pub ids: Vec<String>,
     }
 
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct BadReplica {
+        pub block_id: String,
+        pub node: u64,
+        pub reason: String,
+    }
+
+    /// decommission_datanode.
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct DatanodeId {
+        pub id: u64,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct StrayBlocks {
+        pub node: u64,
+        pub ids: Vec<String>,
+    }
+
     /// Methods without arguments.
     #[derive(Serialize, Deserialize, Debug, Clone, Default)]
     pub struct Empty {}
@@ -173,16 +197,79 @@ pub mod wire {
         pub version_id: Option<String>,
         pub origin: ReplicaOrigin,
     }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct EditReplicationRule {
+        pub bucket: String,
+        pub edit: RuleEdit,
+    }
 }
 
 /// Idle connections kept per meta node.
 const POOL_IDLE_PER_HOST: usize = 32;
-/// Whole-request timeout; meta answers in milliseconds unless it has no
-/// quorum.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// One attempt's timeout. Meta answers in milliseconds; an attempt that
+/// takes this long is stuck on a stopped or partitioned node.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(4);
+/// Attempt timeout of the methods that scan much of a column family.
+const SLOW_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a call keeps retrying nodes that refuse it or have no leader:
+/// covers an election (timeouts of 400-800 ms) several times over.
+const RETRY_WINDOW: Duration = Duration::from_secs(10);
+/// Pause after every endpoint failed once, doubled each round up to
+/// `MAX_BACKOFF`.
+const FIRST_BACKOFF: Duration = Duration::from_millis(25);
+const MAX_BACKOFF: Duration = Duration::from_millis(200);
+/// Response header naming the leader's `host:port` (set by meta's RPC).
+const LEADER_HINT_HEADER: &str = "x-godwit-meta-leader";
+
+/// Methods that change nothing: retried after any failure.
+const READS: &[&str] = &[
+    "get_bucket",
+    "list_buckets",
+    "get_object",
+    "list_objects",
+    "list_versions",
+    "get_upload",
+    "list_parts",
+    "list_uploads",
+    "get_access_key",
+    "list_access_keys",
+    "allocate_blocks",
+    "unreferenced_blocks",
+    "stray_blocks",
+    "list_datanodes",
+    "datanode_status",
+    "status",
+    "get_bucket_replication",
+    "list_remotes",
+    "replication_stats",
+    "replication_upload",
+];
+
+/// Methods given `SLOW_ATTEMPT_TIMEOUT`.
+const SLOW: &[&str] = &[
+    "replication_stats",
+    "backfill_scan",
+    "retry_failed",
+    "unreferenced_blocks",
+    "stray_blocks",
+    "datanode_status",
+];
+
+/// How one attempt ended.
+enum Attempt<T> {
+    /// An answer to hand back (success or a meta error).
+    Done(MetaResult<T>),
+    /// Not proposed anywhere: safe to retry on another node.
+    Retry(MetaError),
+    /// Maybe proposed: only reads are retried.
+    InDoubt(MetaError),
+}
 
 pub struct MetaClient {
     endpoints: Vec<String>,
+    /// `host:port` of each endpoint, to match leader hints.
+    hosts: Vec<String>,
     bearer: String,
     http: reqwest::Client,
     /// Index of the endpoint believed to be the leader.
@@ -197,16 +284,25 @@ impl MetaClient {
             .pool_max_idle_per_host(POOL_IDLE_PER_HOST)
             .pool_idle_timeout(Duration::from_secs(90))
             .connect_timeout(Duration::from_secs(2))
-            .timeout(REQUEST_TIMEOUT)
             .http1_only()
             .build()
             .expect("reqwest client with static settings");
-        let endpoints = endpoints
+        let endpoints: Vec<String> = endpoints
             .into_iter()
             .map(|e| e.trim_end_matches('/').to_string())
             .collect();
+        let hosts = endpoints
+            .iter()
+            .map(|e| {
+                e.strip_prefix("http://")
+                    .or_else(|| e.strip_prefix("https://"))
+                    .unwrap_or(e)
+                    .to_string()
+            })
+            .collect();
         MetaClient {
             endpoints,
+            hosts,
             bearer: secret.bearer(),
             http,
             current: AtomicUsize::new(0),
@@ -218,51 +314,112 @@ impl MetaClient {
         method: &str,
         req: &Req,
     ) -> MetaResult<Resp> {
-        if self.endpoints.is_empty() {
+        let n = self.endpoints.len();
+        if n == 0 {
             return Err(MetaError::Unavailable("no meta endpoint configured".into()));
         }
-        let attempts = self.endpoints.len().max(2);
-        let mut last_err = MetaError::Unavailable("no attempt made".into());
-        for _ in 0..attempts {
-            let at = self.current.load(Ordering::Relaxed) % self.endpoints.len();
-            let url = format!("{}{META_RPC_PREFIX}{method}", self.endpoints[at]);
-            let sent = self
-                .http
-                .post(&url)
-                .header(CLUSTER_AUTH_HEADER, &self.bearer)
-                .json(req)
-                .send()
-                .await;
-            let resp = match sent {
-                Ok(r) => r,
-                // Not connected: nothing was proposed, try the next node.
-                Err(e) if e.is_connect() => {
-                    last_err = MetaError::Unavailable(format!("{url}: {e}"));
+        let read = READS.contains(&method);
+        let timeout = if SLOW.contains(&method) {
+            SLOW_ATTEMPT_TIMEOUT
+        } else {
+            ATTEMPT_TIMEOUT
+        };
+        let deadline = Instant::now() + RETRY_WINDOW;
+        let mut failures = 0u32;
+        loop {
+            let at = self.current.load(Ordering::Relaxed) % n;
+            let err = match self.attempt(at, method, req, timeout).await {
+                Attempt::Done(r) => return r,
+                Attempt::Retry(e) => e,
+                Attempt::InDoubt(e) if read => e,
+                Attempt::InDoubt(e) => {
+                    // The next call should not wait on this node again.
                     self.rotate(at);
-                    continue;
+                    return Err(e);
                 }
-                Err(e) => return Err(MetaError::Unavailable(format!("{url}: {e}"))),
             };
-            let status = resp.status();
-            if !status.is_success() {
-                let body = resp.text().await.unwrap_or_default();
-                return Err(MetaError::Unavailable(format!(
-                    "{url}: HTTP {status}: {body}"
-                )));
+            tracing::debug!(method, endpoint = %self.endpoints[at], error = %err, "meta call failed, trying the next node");
+            self.rotate(at);
+            failures += 1;
+            if Instant::now() >= deadline {
+                return Err(err);
             }
-            let result: MetaResult<Resp> = resp
-                .json()
-                .await
-                .map_err(|e| MetaError::Unavailable(format!("{url}: bad response: {e}")))?;
-            match result {
-                Err(MetaError::NotLeader { leader }) if self.endpoints.len() > 1 => {
-                    last_err = MetaError::NotLeader { leader };
-                    self.rotate(at);
-                }
-                other => return other,
+            // Every node failed once more: give the election time.
+            if (failures as usize).is_multiple_of(n) {
+                let round = (failures as usize / n).min(8) as u32;
+                let pause = (FIRST_BACKOFF * 2u32.pow(round - 1)).min(MAX_BACKOFF);
+                tokio::time::sleep(pause).await;
             }
         }
-        Err(last_err)
+    }
+
+    async fn attempt<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
+        &self,
+        at: usize,
+        method: &str,
+        req: &Req,
+        timeout: Duration,
+    ) -> Attempt<Resp> {
+        let url = format!("{}{META_RPC_PREFIX}{method}", self.endpoints[at]);
+        let sent = self
+            .http
+            .post(&url)
+            .header(CLUSTER_AUTH_HEADER, &self.bearer)
+            .timeout(timeout)
+            .json(req)
+            .send()
+            .await;
+        let resp = match sent {
+            Ok(r) => r,
+            // Not connected: nothing was proposed.
+            Err(e) if e.is_connect() => {
+                return Attempt::Retry(MetaError::Unavailable(format!("{url}: {e}")))
+            }
+            Err(e) => {
+                return Attempt::InDoubt(MetaError::Unavailable(format!(
+                    "{url}: {e} (outcome unknown)"
+                )))
+            }
+        };
+        self.follow_hint(resp.headers());
+        let status = resp.status();
+        if !status.is_success() {
+            let body = resp.text().await.unwrap_or_default();
+            let err = MetaError::Unavailable(format!("{url}: HTTP {status}: {body}"));
+            return if status.is_server_error() {
+                Attempt::InDoubt(err)
+            } else {
+                // Wrong credential, unknown method: no other node differs.
+                Attempt::Done(Err(err))
+            };
+        }
+        let result: MetaResult<Resp> = match resp.json().await {
+            Ok(r) => r,
+            Err(e) => {
+                return Attempt::InDoubt(MetaError::Unavailable(format!(
+                    "{url}: bad response: {e}"
+                )))
+            }
+        };
+        match result {
+            Err(e @ MetaError::NotLeader { .. }) => Attempt::Retry(e),
+            Err(e @ MetaError::Unavailable(_)) => Attempt::InDoubt(e),
+            other => Attempt::Done(other),
+        }
+    }
+
+    /// Moves to the endpoint the answer names as the leader's, when it is
+    /// one of ours.
+    fn follow_hint(&self, headers: &reqwest::header::HeaderMap) {
+        let Some(leader) = headers
+            .get(LEADER_HINT_HEADER)
+            .and_then(|v| v.to_str().ok())
+        else {
+            return;
+        };
+        if let Some(i) = self.hosts.iter().position(|h| h == leader) {
+            self.current.store(i, Ordering::Relaxed);
+        }
     }
 
     /// Moves to the endpoint after `from`, unless another call already moved.
@@ -453,6 +610,33 @@ impl MetaApi for MetaClient {
         self.call("list_datanodes", &wire::Empty {}).await
     }
 
+    async fn heartbeat(&self, hb: DatanodeHeartbeat) -> MetaResult<()> {
+        self.call("heartbeat", &hb).await
+    }
+
+    async fn report_bad_replica(&self, block_id: &str, node: NodeId, reason: &str) -> MetaResult<()> {
+        let req = wire::BadReplica {
+            block_id: block_id.into(),
+            node,
+            reason: reason.into(),
+        };
+        self.call("report_bad_replica", &req).await
+    }
+
+    async fn datanode_status(&self) -> MetaResult<Vec<DatanodeStatus>> {
+        self.call("datanode_status", &wire::Empty {}).await
+    }
+
+    async fn decommission_datanode(&self, id: NodeId) -> MetaResult<()> {
+        self.call("decommission_datanode", &wire::DatanodeId { id })
+            .await
+    }
+
+    async fn stray_blocks(&self, node: NodeId, ids: Vec<String>) -> MetaResult<Vec<String>> {
+        self.call("stray_blocks", &wire::StrayBlocks { node, ids })
+            .await
+    }
+
     async fn status(&self) -> MetaResult<MetaStatus> {
         self.call("status", &wire::Empty {}).await
     }
@@ -478,6 +662,18 @@ impl MetaApi for MetaClient {
             name: bucket.into(),
         };
         self.call("delete_bucket_replication", &req).await
+    }
+
+    async fn edit_replication_rule(
+        &self,
+        bucket: &str,
+        edit: RuleEdit,
+    ) -> MetaResult<ReplicationRule> {
+        let req = wire::EditReplicationRule {
+            bucket: bucket.into(),
+            edit,
+        };
+        self.call("edit_replication_rule", &req).await
     }
 
     async fn put_object_tags(

@@ -122,6 +122,7 @@ async fn decode_and_verify(c: &Captured, payload: &PayloadCheck) -> Vec<u8> {
         region: None,
         access_key_id: "GWTESTAK".into(),
         payload: payload.clone(),
+        scheme: super::AuthScheme::AwsV4,
     };
     let frames: Vec<Result<bytes::Bytes, std::io::Error>> = c
         .body

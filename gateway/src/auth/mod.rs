@@ -1,6 +1,7 @@
 //! Request authentication: AWS SigV4 (header, presigned query, streaming
-//! modes) and SigV2 (header, presigned query). Signatures are compared in
-//! constant time; the clock-skew window is 15 minutes.
+//! modes), SigV2 (header, presigned query), and Alibaba OSS V1, V4 and
+//! the legacy OSS2 (header and presigned query each). Signatures are compared in constant
+//! time; the clock-skew window is 15 minutes.
 //!
 //! The request head alone decides: `authenticate` looks at the
 //! `Authorization` header first, then at the query string, and answers who
@@ -9,6 +10,9 @@
 
 #[cfg(test)]
 mod botocore_tests;
+mod oss;
+#[cfg(test)]
+mod oss_tests;
 mod presign;
 mod sigv2;
 mod sigv4;
@@ -22,6 +26,7 @@ use time::OffsetDateTime;
 
 use crate::error::S3Error;
 
+pub use oss::region_matches as oss_region_matches;
 pub use sigv4::{chunk_signature, signing_key, trailer_signature};
 
 /// Allowed difference between the request's date and ours.
@@ -61,13 +66,43 @@ pub struct ChunkSigning {
     pub trailer: bool,
 }
 
+/// Which signature scheme a request was signed with: the OSS ones tell
+/// the gateway to answer in the OSS dialect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthScheme {
+    /// `AWS4-HMAC-SHA256`, header or presigned query.
+    AwsV4,
+    /// `AWS ak:sig` or `?AWSAccessKeyId=&Signature=`.
+    AwsV2,
+    /// `OSS ak:sig` or `?OSSAccessKeyId=&Signature=`.
+    OssV1,
+    /// `OSS4-HMAC-SHA256`, header or presigned query.
+    OssV4,
+    /// The legacy `OSS2 AccessKeyId:..` (oss2 `AuthV2`), header or
+    /// presigned query.
+    OssV2,
+}
+
+impl AuthScheme {
+    /// An Alibaba OSS signature (V1, V4 or OSS2).
+    pub fn is_oss(self) -> bool {
+        matches!(
+            self,
+            AuthScheme::OssV1 | AuthScheme::OssV4 | AuthScheme::OssV2
+        )
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct AuthOutcome {
     pub access_key_id: String,
     pub payload: PayloadCheck,
-    /// The region of a SigV4 credential scope (SigV2 names none); the
-    /// gateway checks it against its own region, as S3 does.
+    /// The region of a SigV4 or OSS V4 credential scope (SigV2 and OSS
+    /// V1 name none); the gateway checks it against its own region, as
+    /// S3 and OSS do.
     pub region: Option<String>,
+    /// The scheme that signed the request.
+    pub scheme: AuthScheme,
 }
 
 /// Authenticates a request from its head alone. Requests with no
@@ -85,9 +120,9 @@ pub async fn authenticate(
 }
 
 /// As [`authenticate`], for a virtual-hosted-style request whose bucket
-/// came from the Host header (`vhost_bucket`), so that SigV2's canonical
-/// resource `/bucket/key` can be rebuilt. SigV4 signs the path as sent and
-/// ignores it.
+/// came from the Host header (`vhost_bucket`), so that the canonical
+/// resource `/bucket/key` of SigV2, OSS V1 and OSS V4 can be rebuilt.
+/// AWS SigV4 signs the path as sent and ignores it.
 pub async fn authenticate_with_bucket(
     parts: &http::request::Parts,
     lookup: &dyn SecretLookup,
@@ -100,9 +135,13 @@ pub async fn authenticate_with_bucket(
     let v4_query = has_param("X-Amz-Algorithm")
         || has_param("X-Amz-Credential")
         || has_param("X-Amz-Signature");
-    let v2_query = has_param("AWSAccessKeyId") || has_param("Signature");
+    let oss_v4_query = has_param("x-oss-signature-version")
+        || has_param("x-oss-credential")
+        || has_param("x-oss-signature");
+    let oss_v1_query = has_param("OSSAccessKeyId");
+    let v2_query = !oss_v1_query && (has_param("AWSAccessKeyId") || has_param("Signature"));
 
-    if header_auth.is_some() && (v4_query || v2_query) {
+    if header_auth.is_some() && (v4_query || v2_query || oss_v1_query || oss_v4_query) {
         return Err(S3Error::InvalidArgument(
             "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string \
              parameter or the Authorization header should be specified"
@@ -123,6 +162,15 @@ pub async fn authenticate_with_bucket(
         if let Some(rest) = value.strip_prefix("AWS ") {
             return sigv2::verify_header(parts, &query, rest, lookup, now, vhost_bucket).await;
         }
+        if let Some(rest) = value.strip_prefix(oss::V4_ALGORITHM) {
+            return oss::verify_v4_header(parts, &query, rest, lookup, now, vhost_bucket).await;
+        }
+        if let Some(rest) = value.strip_prefix("OSS ") {
+            return oss::verify_v1_header(parts, &query, rest, lookup, now, vhost_bucket).await;
+        }
+        if let Some(rest) = value.strip_prefix("OSS2 ") {
+            return oss::verify_v2_header(parts, &query, rest, lookup, now, vhost_bucket).await;
+        }
         return Err(S3Error::InvalidArgument(
             "Unsupported Authorization Type".into(),
         ));
@@ -132,6 +180,15 @@ pub async fn authenticate_with_bucket(
     }
     if v2_query {
         return sigv2::verify_query(parts, &query, lookup, now, vhost_bucket).await;
+    }
+    if oss_v4_query {
+        if query_value(&query, "x-oss-signature-version") == Some(oss::V2_SIGNATURE_VERSION) {
+            return oss::verify_v2_query(parts, &query, lookup, now, vhost_bucket).await;
+        }
+        return oss::verify_v4_query(parts, &query, lookup, now, vhost_bucket).await;
+    }
+    if oss_v1_query {
+        return oss::verify_v1_query(parts, &query, lookup, now, vhost_bucket).await;
     }
     // Anonymous access (bucket policies / ACLs) is not supported yet.
     Err(S3Error::AccessDenied("Access Denied".into()))
@@ -193,6 +250,26 @@ pub(crate) fn hmac_sha256(key: &[u8], data: &[u8]) -> Vec<u8> {
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
     mac.update(data);
     mac.finalize().into_bytes().to_vec()
+}
+
+/// The SigV4-family key derivation: `HMAC(prefix+secret, date)`, then
+/// region, service and terminator (`AWS4`/`aws4_request` for AWS,
+/// `aliyun_v4`/`aliyun_v4_request` for OSS V4).
+pub(crate) fn derive_signing_key(
+    secret_prefix: &str,
+    secret: &str,
+    date: &str,
+    region: &str,
+    service: &str,
+    terminator: &str,
+) -> Vec<u8> {
+    let k_date = hmac_sha256(
+        format!("{secret_prefix}{secret}").as_bytes(),
+        date.as_bytes(),
+    );
+    let k_region = hmac_sha256(&k_date, region.as_bytes());
+    let k_service = hmac_sha256(&k_region, service.as_bytes());
+    hmac_sha256(&k_service, terminator.as_bytes())
 }
 
 pub(crate) fn sha256_hex(data: &[u8]) -> String {

@@ -7,7 +7,7 @@ use super::sigv4::{
     self, payload_kind, Credential, PayloadKind, SignedRequest, ALGORITHM, UNSIGNED_PAYLOAD,
 };
 use super::{
-    parse_amz_date, query_value, AuthOutcome, PayloadCheck, QueryParam, SecretLookup,
+    parse_amz_date, query_value, AuthOutcome, AuthScheme, PayloadCheck, QueryParam, SecretLookup,
     MAX_CLOCK_SKEW,
 };
 use crate::error::S3Error;
@@ -142,6 +142,7 @@ pub(crate) async fn verify(
                 access_key_id: credential.access_key,
                 payload,
                 region: Some(credential.region),
+                scheme: AuthScheme::AwsV4,
             });
         }
     }

@@ -10,7 +10,7 @@ use time::OffsetDateTime;
 
 use super::{
     parse_amz_date, parse_http_date, query_value, signatures_match, within_skew, AuthOutcome,
-    PayloadCheck, QueryParam, SecretLookup,
+    AuthScheme, PayloadCheck, QueryParam, SecretLookup,
 };
 use crate::error::S3Error;
 
@@ -62,6 +62,26 @@ pub fn signature(secret: &str, string_to_sign: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
+/// What differs between the two HMAC-SHA1 schemes that sign
+/// `VERB\nContent-MD5\nContent-Type\n<date>\n<headers><resource>`:
+/// AWS SigV2 and OSS V1.
+pub(crate) struct HmacV1Rules {
+    /// The canonicalized headers: `x-amz-` or `x-oss-`.
+    pub header_prefix: &'static str,
+    /// Whether a query parameter is a sub-resource, part of the resource.
+    pub is_sub_resource: fn(&str) -> bool,
+    /// OSS writes an empty sub-resource value as a bare `k` (oss2, v2
+    /// SDK); botocore keeps the `=` when the URL has one.
+    pub bare_empty_values: bool,
+}
+
+/// botocore's rules.
+pub(crate) const AWS_V2_RULES: HmacV1Rules = HmacV1Rules {
+    header_prefix: "x-amz-",
+    is_sub_resource: |name| SUB_RESOURCES.contains(&name),
+    bare_empty_values: false,
+};
+
 /// `VERB\nContent-MD5\nContent-Type\n<date>\n<x-amz-* headers><resource>`.
 /// `date` is the Date header, `Expires` for a presigned URL, or empty when
 /// `x-amz-date` is present.
@@ -70,6 +90,17 @@ pub(crate) fn string_to_sign(
     query: &[QueryParam],
     date: &str,
     resource_path: &str,
+) -> String {
+    hmac_v1_string_to_sign(parts, query, date, resource_path, &AWS_V2_RULES)
+}
+
+/// The HMAC-SHA1 string to sign under `rules`.
+pub(crate) fn hmac_v1_string_to_sign(
+    parts: &http::request::Parts,
+    query: &[QueryParam],
+    date: &str,
+    resource_path: &str,
+    rules: &HmacV1Rules,
 ) -> String {
     let header = |name: &str| {
         parts
@@ -88,17 +119,17 @@ pub(crate) fn string_to_sign(
     s.push_str(date);
     s.push('\n');
 
-    // x-amz-* headers: lowercase names (HeaderMap already has them so),
-    // sorted, repeated values joined with ','.
-    let mut amz: Vec<&str> = parts
+    // x-amz-* / x-oss-* headers: lowercase names (HeaderMap already has
+    // them so), sorted, repeated values joined with ','.
+    let mut signed: Vec<&str> = parts
         .headers
         .keys()
         .map(|k| k.as_str())
-        .filter(|k| k.starts_with("x-amz-"))
+        .filter(|k| k.starts_with(rules.header_prefix))
         .collect();
-    amz.sort_unstable();
-    amz.dedup();
-    for name in amz {
+    signed.sort_unstable();
+    signed.dedup();
+    for name in signed {
         let values: Vec<String> = parts
             .headers
             .get_all(name)
@@ -116,13 +147,18 @@ pub(crate) fn string_to_sign(
     // botocore's `sort(key=itemgetter(0))` does.
     let mut subs: Vec<&QueryParam> = query
         .iter()
-        .filter(|p| SUB_RESOURCES.contains(&p.key.as_str()))
+        .filter(|p| (rules.is_sub_resource)(&p.key))
         .collect();
     subs.sort_by(|a, b| a.key.cmp(&b.key));
     for (i, p) in subs.iter().enumerate() {
         s.push(if i == 0 { '?' } else { '&' });
         s.push_str(&p.key);
-        if p.has_value {
+        let with_value = if rules.bare_empty_values {
+            !p.value.is_empty()
+        } else {
+            p.has_value
+        };
+        if with_value {
             s.push('=');
             s.push_str(&p.value);
         }
@@ -248,6 +284,7 @@ pub(crate) async fn verify_header(
         region: None,
         access_key_id: access_key.to_string(),
         payload: PayloadCheck::Unsigned,
+        scheme: AuthScheme::AwsV2,
     })
 }
 
@@ -284,6 +321,7 @@ pub(crate) async fn verify_query(
         region: None,
         access_key_id: access_key.to_string(),
         payload: PayloadCheck::Unsigned,
+        scheme: AuthScheme::AwsV2,
     })
 }
 

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use time::OffsetDateTime;
 
 use super::{
-    format_amz_date, hmac_sha256, parse_amz_date, parse_http_date, sha256_hex, signatures_match,
-    uri_encode, within_skew, AuthOutcome, ChunkSigning, PayloadCheck, QueryParam, SecretLookup,
+    derive_signing_key, format_amz_date, hmac_sha256, parse_amz_date, parse_http_date, sha256_hex,
+    signatures_match, uri_encode, within_skew, AuthOutcome, AuthScheme, ChunkSigning, PayloadCheck,
+    QueryParam, SecretLookup,
 };
 use crate::error::S3Error;
 
@@ -25,10 +26,7 @@ const STREAMING_ECDSA_TRAILER: &str = "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD-
 
 /// `HMAC("AWS4"+secret, date)`, then region, service and `aws4_request`.
 pub fn signing_key(secret: &str, date: &str, region: &str, service: &str) -> Vec<u8> {
-    let k_date = hmac_sha256(format!("AWS4{secret}").as_bytes(), date.as_bytes());
-    let k_region = hmac_sha256(&k_date, region.as_bytes());
-    let k_service = hmac_sha256(&k_region, service.as_bytes());
-    hmac_sha256(&k_service, TERMINATOR.as_bytes())
+    derive_signing_key("AWS4", secret, date, region, service, TERMINATOR)
 }
 
 /// Signature of one aws-chunked chunk, chained from `previous`.
@@ -427,6 +425,7 @@ pub(crate) async fn verify_header(
         access_key_id: credential.access_key,
         payload,
         region: Some(credential.region),
+        scheme: AuthScheme::AwsV4,
     })
 }
 

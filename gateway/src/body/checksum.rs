@@ -224,10 +224,26 @@ enum One {
     Sha256(Sha256),
 }
 
-/// Computes MD5 and the requested algorithms over a stream.
+/// Computes MD5, CRC-64/XZ and the requested algorithms over a stream.
+///
+/// MD5 (the ETag) and CRC-64/XZ (OSS's `x-oss-hash-crc64ecma`, stored so
+/// that an object written through either dialect can be read through the
+/// other) are computed for every body.
 pub struct Hasher {
     md5: Md5,
+    crc64xz: crc_fast::Digest,
     others: Vec<(Algo, One)>,
+}
+
+/// The CRC-64/XZ of `data` (OSS's CRC-64/ECMA).
+pub fn crc64xz(data: &[u8]) -> u64 {
+    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc64Xz, data)
+}
+
+/// The CRC-64/XZ of `a || b` from the CRCs of `a` and `b` and the length
+/// of `b`: how a multipart object's CRC is built from its parts'.
+pub fn crc64xz_combine(crc_a: u64, crc_b: u64, len_b: u64) -> u64 {
+    crc_fast::checksum_combine(crc_fast::CrcAlgorithm::Crc64Xz, crc_a, crc_b, len_b)
 }
 
 pub struct Digests {
@@ -261,12 +277,14 @@ impl Hasher {
         }
         Hasher {
             md5: Md5::new(),
+            crc64xz: crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc64Xz),
             others,
         }
     }
 
     pub fn update(&mut self, data: &[u8]) {
         self.md5.update(data);
+        self.crc64xz.update(data);
         for (_, one) in &mut self.others {
             match one {
                 One::Crc32(h) => h.update(data),
@@ -279,7 +297,10 @@ impl Hasher {
     }
 
     pub fn finish(self) -> Digests {
-        let mut checksums = Checksums::default();
+        let mut checksums = Checksums {
+            crc64ecma: Some(self.crc64xz.finalize()),
+            ..Default::default()
+        };
         for (algo, one) in self.others {
             let raw: Vec<u8> = match one {
                 One::Crc32(h) => h.finalize().to_be_bytes().to_vec(),
@@ -409,6 +430,23 @@ mod tests {
         );
         let none = digest_of(b"x", &[]);
         assert!(none.checksums.is_empty());
+    }
+
+    /// CRC-64/XZ, OSS's `x-oss-hash-crc64ecma`: the catalogue check value
+    /// (PROTOCOLS.md §C: 0x995DC9BBDF1939FA, verified with oss2's Crc64),
+    /// 0 for nothing, always computed, and combinable across parts.
+    #[test]
+    fn crc64xz_check_value_and_combine() {
+        let d = digest_of(b"123456789", &[]);
+        assert_eq!(d.checksums.crc64ecma, Some(0x995D_C9BB_DF19_39FA));
+        assert_eq!(digest_of(b"", &[]).checksums.crc64ecma, Some(0));
+        let (a, b) = (b"1234".as_slice(), b"56789".as_slice());
+        assert_eq!(
+            crc64xz_combine(crc64xz(a), crc64xz(b), b.len() as u64),
+            0x995D_C9BB_DF19_39FA
+        );
+        // Combining with an empty part changes nothing.
+        assert_eq!(crc64xz_combine(crc64xz(a), crc64xz(b""), 0), crc64xz(a));
     }
 
     /// PROTOCOLS.md §F: botocore's and aws-sdk-go's captured PUTs of the

@@ -223,6 +223,7 @@ mod tests {
             region: None,
             access_key_id: "AK".into(),
             payload,
+            scheme: crate::auth::AuthScheme::AwsV4,
         }
     }
 

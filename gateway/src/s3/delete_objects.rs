@@ -73,5 +73,8 @@ pub async fn delete_objects(ctx: &Ctx, body: Body) -> ApiResult {
             Outcome::Failed(f) => doc.errors.push(f),
         }
     }
+    if ctx.dialect.is_oss() {
+        return Ok(crate::oss::ops::delete_result(ctx, doc.deleted, doc.errors)?);
+    }
     Ok(xml_response(StatusCode::OK, render("DeleteResult", &doc)?))
 }

@@ -111,11 +111,11 @@ fn entry(v: &ObjectVersion, enc: &Enc, owner: bool) -> ObjectEntry {
     }
 }
 
-fn non_empty(s: Option<&str>) -> Option<String> {
+pub(crate) fn non_empty(s: Option<&str>) -> Option<String> {
     s.filter(|s| !s.is_empty()).map(str::to_string)
 }
 
-async fn fetch(
+pub(crate) async fn fetch(
     ctx: &Ctx,
     prefix: &str,
     delimiter: Option<String>,

@@ -11,6 +11,7 @@ pub mod headers;
 pub mod list;
 pub mod multipart;
 pub mod object;
+pub mod oss_replication;
 pub mod range;
 pub mod replication;
 pub mod router;
@@ -38,6 +39,8 @@ pub struct Ctx {
     pub bucket: Option<String>,
     pub key: Option<String>,
     pub auth: AuthOutcome,
+    /// S3 or OSS: decides how responses that differ are rendered.
+    pub dialect: crate::dialect::Dialect,
 }
 
 impl Ctx {
@@ -92,7 +95,26 @@ pub type ApiResult = Result<Response, ApiError>;
 /// Runs the handler of `ep`.
 pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
     use Endpoint::*;
+    if ctx.dialect.is_oss() {
+        // Operations whose OSS document differs in shape from S3's.
+        use crate::oss::ops;
+        match &ep {
+            ListBuckets => return ops::list_buckets(&ctx).await,
+            GetBucketLocation => return ops::get_location(&ctx).await,
+            GetBucketAcl => return ops::get_bucket_acl(&ctx).await,
+            GetObjectAcl => return ops::get_object_acl(&ctx).await,
+            ListObjects => return ops::list_objects_v1(&ctx).await,
+            ListObjectsV2 => return ops::list_objects_v2(&ctx).await,
+            ListObjectVersions => return ops::list_versions(&ctx).await,
+            ListMultipartUploads => return ops::list_uploads(&ctx).await,
+            ListParts { upload_id } => return ops::list_parts(&ctx, upload_id).await,
+            _ => {}
+        }
+    }
     match ep {
+        GetBucketInfo => crate::oss::ops::get_bucket_info(&ctx).await,
+        GetBucketStat => crate::oss::ops::get_bucket_stat(&ctx).await,
+        GetObjectMeta => object::get_object(&ctx, true).await,
         ListBuckets => bucket::list_buckets(&ctx).await,
         CreateBucket => bucket::create_bucket(&ctx, body).await,
         HeadBucket => bucket::head_bucket(&ctx).await,
@@ -126,9 +148,24 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         }
         AbortMultipartUpload { upload_id } => multipart::abort_upload(&ctx, &upload_id).await,
         ListParts { upload_id } => multipart::list_parts(&ctx, &upload_id).await,
+        // An OSS client reads the OSS document (rule states, RTC).
+        GetBucketReplication if ctx.dialect.is_oss() => {
+            oss_replication::get_bucket_replication(&ctx).await
+        }
         GetBucketReplication => replication::get_bucket_replication(&ctx).await,
         PutBucketReplication => replication::put_bucket_replication(&ctx, body).await,
         DeleteBucketReplication => replication::delete_bucket_replication(&ctx).await,
+        OssPutBucketReplication => oss_replication::put_bucket_replication(&ctx, body).await,
+        OssDeleteBucketReplication => {
+            oss_replication::delete_bucket_replication(&ctx, body).await
+        }
+        GetBucketReplicationLocation => {
+            oss_replication::get_bucket_replication_location(&ctx).await
+        }
+        GetBucketReplicationProgress => {
+            oss_replication::get_bucket_replication_progress(&ctx).await
+        }
+        PutBucketRtc => oss_replication::put_bucket_rtc(&ctx, body).await,
         GetObjectTagging => tagging::get_object_tagging(&ctx).await,
         PutObjectTagging => tagging::put_object_tagging(&ctx, body).await,
         DeleteObjectTagging => tagging::delete_object_tagging(&ctx).await,
@@ -195,6 +232,7 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | PutObjectRetention
         | GetObjectTorrent
         | RestoreObject
+        | AppendObject
         | SelectObjectContent
         | WriteGetObjectResponse
         | Options => Err(S3Error::NotImplemented.into()),
@@ -210,6 +248,7 @@ pub fn xml_response(status: StatusCode, xml: String) -> Response {
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("application/xml"),
     );
+    resp.extensions_mut().insert(crate::oss::wire::XmlDoc);
     resp
 }
 

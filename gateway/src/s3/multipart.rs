@@ -135,11 +135,15 @@ pub async fn upload_part(ctx: &Ctx, part_number: u32, upload_id: &str, body: Bod
         .unwrap_or_else(|p| p.into_inner())
         .clone();
     verify(&expected, &written.digests, trailers.as_ref())?;
+    crate::oss::ops::check_client_crc64(ctx.headers(), written.digests.checksums.crc64ecma)?;
     let part = commit_part(ctx, upload_id, part_number, written).await?;
 
     let mut resp = empty_response(StatusCode::OK);
     set_header(resp.headers_mut(), "etag", &quote_etag(&part.etag));
     write_checksum_headers(resp.headers_mut(), &part.checksums);
+    if ctx.dialect.is_oss() {
+        crate::oss::ops::set_crc64(resp.headers_mut(), part.checksums.crc64ecma);
+    }
     Ok(resp)
 }
 
@@ -200,19 +204,26 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
     // A replication worker's completion carries the source's final mtime.
     let replica_of = replica_origin(ctx.headers())?;
     let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
-    let doc = parse_complete(&body.bytes)?;
     let upload = ctx
         .gw
         .meta
         .get_upload(ctx.bucket(), ctx.key(), upload_id)
         .await?;
     let mut checksums = Checksums::default();
+    // The parts are read for the whole object's CRC-64 (kept for OSS
+    // readers whatever the writer's dialect) and any composite checksum.
+    let stored = all_parts(ctx, upload_id).await?;
+    let doc = if crate::oss::wire::completes_all(ctx.headers()) {
+        crate::oss::ops::complete_all(&body.bytes, &stored)?
+    } else {
+        parse_complete(&body.bytes)?
+    };
     if let Some(algo) = stored_algorithm(upload.checksum_algorithm.as_deref()) {
-        let stored = all_parts(ctx, upload_id).await?;
         if let Some(value) = composite_of(algo, &doc.parts, &stored)? {
             set_checksum(&mut checksums, algo, value);
         }
     }
+    checksums.crc64ecma = whole_crc64(&doc.parts, &stored);
     // A failed precondition leaves the upload in place, as S3 does.
     check_write_conditions(ctx, &write_conditions).await?;
     let version = ctx
@@ -229,6 +240,11 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
                 .collect(),
             checksums,
             replica_of,
+            // OSS allows parts down to 100 KiB; S3 keeps meta's minimum.
+            min_part_size: ctx
+                .dialect
+                .is_oss()
+                .then_some(crate::oss::OSS_MIN_PART_SIZE),
         })
         .await?;
     let host = ctx.header("host").unwrap_or("localhost");
@@ -246,7 +262,24 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
     );
     let shown = shows_version_id(ctx, ctx.bucket(), &version.version_id).await;
     version_header(resp.headers_mut(), &version.version_id, shown);
+    if ctx.dialect.is_oss() {
+        crate::oss::ops::set_crc64(resp.headers_mut(), version.checksums.crc64ecma);
+    }
     Ok(resp)
+}
+
+/// The CRC-64/XZ of the completed object, combined from the listed parts'
+/// (None when one is unknown: meta then rejects the part, or it predates
+/// stored CRCs).
+fn whole_crc64(listed: &[CompletePart], stored: &[PartRecord]) -> Option<u64> {
+    let by_number: std::collections::HashMap<u32, &PartRecord> =
+        stored.iter().map(|p| (p.number, p)).collect();
+    let mut parts = Vec::with_capacity(listed.len());
+    for p in listed {
+        let part = by_number.get(&p.part_number)?;
+        parts.push((part.checksums.crc64ecma, part.size));
+    }
+    crate::oss::ops::combined_crc64(parts)
 }
 
 pub async fn abort_upload(ctx: &Ctx, upload_id: &str) -> ApiResult {

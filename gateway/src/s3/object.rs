@@ -57,7 +57,14 @@ pub async fn check_write_conditions(ctx: &Ctx, cond: &WriteConditions) -> Result
         return Ok(());
     }
     let current = current_etag(ctx, ctx.bucket(), ctx.key()).await?;
-    cond.evaluate(current.as_deref())
+    match cond.evaluate(current.as_deref()) {
+        // OSS's `x-oss-forbid-overwrite: true` arrives as `If-None-Match:
+        // *` (`oss::wire`) and fails with OSS's own error.
+        Err(S3Error::PreconditionFailed) if crate::oss::wire::forbids_overwrite(ctx.headers()) => {
+            Err(S3Error::FileAlreadyExists)
+        }
+        other => other,
+    }
 }
 
 pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
@@ -101,6 +108,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
         .unwrap_or_else(|p| p.into_inner())
         .clone();
     verify(&expected, &written.digests, trailers.as_ref())?;
+    crate::oss::ops::check_client_crc64(ctx.headers(), written.digests.checksums.crc64ecma)?;
     // Again just before the commit: the upload may have taken a while.
     check_write_conditions(ctx, &write_conditions).await?;
 
@@ -131,6 +139,9 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     set_header(out, "etag", &quote_etag(&etag));
     version_header(out, &version.version_id, shown);
     write_checksum_headers(out, &written.digests.checksums);
+    if ctx.dialect.is_oss() {
+        crate::oss::ops::set_crc64(out, written.digests.checksums.crc64ecma);
+    }
     Ok(resp)
 }
 
@@ -263,6 +274,9 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
     }
     if let Some(count) = parts_count {
         set_header(out, "x-amz-mp-parts-count", &count.to_string());
+    }
+    if ctx.dialect.is_oss() {
+        crate::oss::ops::object_headers(out, v, !partial);
     }
     // Stored checksums describe the whole object only.
     if !partial

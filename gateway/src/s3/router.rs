@@ -94,6 +94,20 @@ endpoints! {
     GetBucketReplication,
     PutBucketReplication,
     DeleteBucketReplication,
+    /// OSS `POST /?replication&comp=add` (adds one rule).
+    OssPutBucketReplication,
+    /// OSS `POST /?replication&comp=delete` (closes one rule).
+    OssDeleteBucketReplication,
+    /// OSS `GET /?replicationLocation`.
+    GetBucketReplicationLocation,
+    /// OSS `GET /?replicationProgress&rule-id=ID`.
+    GetBucketReplicationProgress,
+    /// OSS `PUT /?rtc`.
+    PutBucketRtc,
+    /// OSS `GET /bucket?bucketInfo`.
+    GetBucketInfo,
+    /// OSS `GET /bucket?stat`.
+    GetBucketStat,
 
     // ---- buckets: not implemented ----
     PutBucketAcl,
@@ -168,6 +182,8 @@ endpoints! {
     GetObjectTagging,
     PutObjectTagging,
     DeleteObjectTagging,
+    /// OSS `HEAD /bucket/key?objectMeta`: HeadObject's basic headers.
+    GetObjectMeta,
 
     // ---- objects: not implemented ----
     PutObjectAcl,
@@ -178,6 +194,8 @@ endpoints! {
     PutObjectRetention,
     GetObjectTorrent,
     RestoreObject,
+    /// OSS `POST /bucket/key?append&position=N`.
+    AppendObject,
     SelectObjectContent,
     WriteGetObjectResponse,
     /// CORS preflight.
@@ -218,9 +236,17 @@ impl Endpoint {
                 | GetBucketReplication
                 | PutBucketReplication
                 | DeleteBucketReplication
+                | OssPutBucketReplication
+                | OssDeleteBucketReplication
+                | GetBucketReplicationLocation
+                | GetBucketReplicationProgress
+                | PutBucketRtc
                 | GetObjectTagging
                 | PutObjectTagging
                 | DeleteObjectTagging
+                | GetBucketInfo
+                | GetBucketStat
+                | GetObjectMeta
         )
     }
 }
@@ -322,11 +348,15 @@ fn parse_bucket(method: &Method, query: &Query) -> Result<Endpoint, S3Error> {
                 ("policyStatus", GetBucketPolicyStatus),
                 ("policy", GetBucketPolicy),
                 ("replication", GetBucketReplication),
+                ("replicationLocation", GetBucketReplicationLocation),
+                ("replicationProgress", GetBucketReplicationProgress),
                 ("requestPayment", GetBucketRequestPayment),
                 ("tagging", GetBucketTagging),
                 ("website", GetBucketWebsite),
                 ("object-lock", GetObjectLockConfiguration),
                 ("publicAccessBlock", GetPublicAccessBlock),
+                ("bucketInfo", GetBucketInfo),
+                ("stat", GetBucketStat),
             ],
         )
         .unwrap_or(if query.get("list-type") == Some("2") {
@@ -355,6 +385,7 @@ fn parse_bucket(method: &Method, query: &Query) -> Result<Endpoint, S3Error> {
                 ("ownershipControls", PutBucketOwnershipControls),
                 ("policy", PutBucketPolicy),
                 ("replication", PutBucketReplication),
+                ("rtc", PutBucketRtc),
                 ("requestPayment", PutBucketRequestPayment),
                 ("tagging", PutBucketTagging),
                 ("website", PutBucketWebsite),
@@ -389,6 +420,17 @@ fn parse_bucket(method: &Method, query: &Query) -> Result<Endpoint, S3Error> {
         Method::POST => {
             if query.has("delete") {
                 DeleteObjects
+            } else if query.has("replication") {
+                // OSS edits replication rules one at a time.
+                match query.get("comp") {
+                    Some("add") => OssPutBucketReplication,
+                    Some("delete") => OssDeleteBucketReplication,
+                    _ => {
+                        return Err(S3Error::InvalidArgument(
+                            "POST ?replication needs comp=add or comp=delete".into(),
+                        ))
+                    }
+                }
             } else {
                 PostObject
             }
@@ -400,7 +442,9 @@ fn parse_bucket(method: &Method, query: &Query) -> Result<Endpoint, S3Error> {
 
 fn parse_object(method: &Method, query: &Query, headers: &HeaderMap) -> Result<Endpoint, S3Error> {
     use Endpoint::*;
-    let copy = headers.contains_key("x-amz-copy-source");
+    // OSS names the copy source `x-oss-copy-source`.
+    let copy =
+        headers.contains_key("x-amz-copy-source") || headers.contains_key("x-oss-copy-source");
     let ep = match *method {
         Method::GET => {
             if query.has("uploadId") {
@@ -422,6 +466,7 @@ fn parse_object(method: &Method, query: &Query, headers: &HeaderMap) -> Result<E
                 .unwrap_or(GetObject)
             }
         }
+        Method::HEAD if query.has("objectMeta") => GetObjectMeta,
         Method::HEAD => HeadObject,
         Method::PUT => {
             if let (Some(n), true) = (query.get("partNumber"), query.has("uploadId")) {
@@ -471,6 +516,8 @@ fn parse_object(method: &Method, query: &Query, headers: &HeaderMap) -> Result<E
                 }
             } else if query.has("restore") {
                 RestoreObject
+            } else if query.has("append") {
+                AppendObject
             } else if query.has("select") {
                 SelectObjectContent
             } else {

@@ -101,6 +101,18 @@ fn implemented_endpoints() {
         ("GET", "/b?replication", false, GetBucketReplication),
         ("PUT", "/b?replication", false, PutBucketReplication),
         ("DELETE", "/b?replication", false, DeleteBucketReplication),
+        // OSS sends its sub-resources with empty values.
+        ("POST", "/b?replication=&comp=add", false, OssPutBucketReplication),
+        ("POST", "/b?replication=&comp=delete", false, OssDeleteBucketReplication),
+        ("GET", "/b?replication=", false, GetBucketReplication),
+        ("GET", "/b?replicationLocation=", false, GetBucketReplicationLocation),
+        (
+            "GET",
+            "/b?replicationProgress=&rule-id=r1",
+            false,
+            GetBucketReplicationProgress,
+        ),
+        ("PUT", "/b?rtc=", false, PutBucketRtc),
         ("GET", "/b/k?tagging", false, GetObjectTagging),
         ("PUT", "/b/k?tagging", false, PutObjectTagging),
         ("DELETE", "/b/k?tagging", false, DeleteObjectTagging),
@@ -276,4 +288,30 @@ fn query_decodes_values() {
     assert_eq!(q.get("versions"), Some(""));
     assert_eq!(q.get("empty"), Some(""));
     assert_eq!(q.get("missing"), None);
+}
+
+#[test]
+fn oss_data_path_endpoints() {
+    assert_eq!(ok("GET", "/b?bucketInfo"), GetBucketInfo);
+    assert_eq!(ok("GET", "/b?bucketInfo="), GetBucketInfo);
+    assert_eq!(ok("GET", "/b?stat"), GetBucketStat);
+    assert_eq!(ok("HEAD", "/b/k?objectMeta"), GetObjectMeta);
+    assert_eq!(ok("HEAD", "/b/k"), HeadObject);
+    // Appendable objects are not offered (yet): an explicit variant.
+    assert_eq!(ok("POST", "/b/k?append&position=0"), AppendObject);
+    assert!(!AppendObject.is_implemented());
+    // OSS names the copy source x-oss-copy-source.
+    let mut headers = HeaderMap::new();
+    headers.insert("x-oss-copy-source", "/src/key".parse().unwrap());
+    let ep = parse(&Method::PUT, Some("b"), Some("k"), &Query::default(), &headers).unwrap();
+    assert_eq!(ep, CopyObject);
+    let q = Query::parse(Some("partNumber=1&uploadId=u"));
+    let ep = parse(&Method::PUT, Some("b"), Some("k"), &q, &headers).unwrap();
+    assert_eq!(
+        ep,
+        UploadPartCopy {
+            part_number: 1,
+            upload_id: "u".into()
+        }
+    );
 }

@@ -385,6 +385,7 @@ fn parse_rule(r: RuleIn) -> Result<ReplicationRule, S3Error> {
         rtc,
         rtc_minutes,
         metrics,
+        oss: None,
     })
 }
 

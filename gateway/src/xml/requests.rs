@@ -54,6 +54,7 @@ impl CompletePart {
             crc64nvme: self.crc64nvme.clone(),
             sha1: self.sha1.clone(),
             sha256: self.sha256.clone(),
+            crc64ecma: None,
         }
     }
 }

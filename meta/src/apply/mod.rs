@@ -4,6 +4,7 @@
 //! (no such bucket, invalid part, ...) returns its `MetaError` and leaves
 //! the state untouched; the entry is still applied.
 
+pub(crate) mod blocks;
 mod multipart;
 mod objects;
 pub(crate) mod outbox;
@@ -84,15 +85,15 @@ pub fn apply_command(
         } => multipart::abort_upload(tx, &bucket, &key, &upload_id, now_ms),
         Command::PutAccessKey { key } => put_access_key(tx, key),
         Command::DeleteAccessKey { access_key_id } => delete_access_key(tx, &access_key_id),
-        Command::RegisterDatanode { info } => {
-            tx.put(CF_DATANODES, info.id.to_be_bytes().to_vec(), encode(&info));
-            Ok(Reply::Done)
-        }
+        Command::RegisterDatanode { info } => blocks::register_datanode(tx, info),
         Command::PutBucketReplication { bucket, cfg } => {
             replication::put_bucket_replication(tx, &bucket, cfg)
         }
         Command::DeleteBucketReplication { bucket } => {
             replication::delete_bucket_replication(tx, &bucket)
+        }
+        Command::EditReplicationRule { bucket, edit } => {
+            replication::edit_replication_rule(tx, &bucket, edit)
         }
         Command::PutObjectTags {
             bucket,
@@ -139,6 +140,12 @@ pub fn apply_command(
         } => {
             replication::backfill_scan(tx, &bucket, &rule_id, start_after, max, total_keys, now_ms)
         }
+        Command::UpdatePlacement {
+            block_id,
+            expect,
+            nodes,
+        } => blocks::update_placement(tx, &block_id, expect, nodes),
+        Command::SetDatanodeState { id, state } => blocks::set_datanode_state(tx, id, state),
     }
 }
 
@@ -227,47 +234,6 @@ fn delete_access_key(tx: &mut Overlay, id: &str) -> Result<Reply, MetaError> {
     Ok(Reply::Done)
 }
 
-// ---- block reference counts ----
+// ---- block reference counts and placement: `blocks.rs` ----
 
-fn read_count(tx: &Overlay, id: &str) -> Result<u64, MetaError> {
-    Ok(match tx.get(CF_BLOCKS, id.as_bytes())? {
-        Some(b) if b.len() == 8 => u64::from_be_bytes(b.as_slice().try_into().unwrap()),
-        Some(_) => {
-            return Err(MetaError::Internal(format!(
-                "corrupt refcount for block {id}"
-            )))
-        }
-        None => 0,
-    })
-}
-
-/// One more committed version or live part names each of these blocks
-/// (a CopyObject may name blocks that already have references).
-pub(crate) fn add_refs(tx: &mut Overlay, data: &ObjectData) -> Result<(), MetaError> {
-    for id in data.block_ids() {
-        let n = read_count(tx, id)?;
-        tx.put(
-            CF_BLOCKS,
-            id.as_bytes().to_vec(),
-            (n + 1).to_be_bytes().to_vec(),
-        );
-    }
-    Ok(())
-}
-
-/// A version or part naming these blocks is gone; a block whose count
-/// reaches zero loses its row and becomes garbage for the datanodes.
-pub(crate) fn drop_refs(tx: &mut Overlay, data: &ObjectData) -> Result<(), MetaError> {
-    for id in data.block_ids() {
-        match read_count(tx, id)? {
-            // Never below zero: a missing row is already "unreferenced".
-            0 | 1 => tx.delete(CF_BLOCKS, id.as_bytes().to_vec()),
-            n => tx.put(
-                CF_BLOCKS,
-                id.as_bytes().to_vec(),
-                (n - 1).to_be_bytes().to_vec(),
-            ),
-        }
-    }
-    Ok(())
-}
+pub(crate) use blocks::{add_refs, drop_refs};

@@ -203,7 +203,29 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
         }
         // Never versioned: the only version is "null" and it just goes.
         (None, VersioningState::Unversioned) => {
-            remove_version(tx, bucket, key, NULL_VERSION_ID)?;
+            let current = match tx.first_with_prefix(CF_OBJECTS, &key_prefix(bucket, key))? {
+                Some((_, raw)) => Some(decode::<ObjectVersion>(&raw)?),
+                None => None,
+            };
+            // Last writer wins for a replicated delete too: a key written
+            // after the delete at its origin (and replicated here first)
+            // stays.
+            let newer_kept = match (&replica_of, &current) {
+                (Some(origin), Some(v)) => {
+                    origin_order(v, &info.region)
+                        > (origin.original_mtime_ms, origin.region.as_str())
+                }
+                _ => false,
+            };
+            if !newer_kept {
+                let removed = remove_version(tx, bucket, key, NULL_VERSION_ID)?;
+                if let Some(v) = &removed {
+                    // Removing a replica (or removing as a worker) stays local.
+                    if v.replica_of.is_none() && replica_of.is_none() {
+                        outbox::on_key_deleted(tx, v, now_ms)?;
+                    }
+                }
+            }
             DeleteOutcome {
                 version_id: None,
                 delete_marker: false,

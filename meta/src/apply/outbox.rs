@@ -131,11 +131,7 @@ pub(crate) fn route<'a>(
 ) -> Vec<&'a ReplicationRule> {
     let mut winners: Vec<&ReplicationRule> = Vec::new();
     for rule in cfg.rules.iter().filter(|r| r.enabled) {
-        let matches = match tags {
-            Some(tags) => rule.filter.matches(key, tags),
-            None => key.starts_with(&rule.filter.prefix),
-        };
-        if !matches {
+        if !rule.matches(key, tags) {
             continue;
         }
         let same_destination = winners
@@ -461,6 +457,40 @@ pub(crate) fn on_version_delete(
             &Destination::of_rule(rule),
             &subject,
             TaskKind::VersionDelete,
+        )?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// A key of an unversioned bucket deleted (its "null" version removed, no
+/// marker left): a `KeyDeleted` task per destination whose winning rule
+/// replicates deletes (`delete_marker_replication`, which an OSS rule's
+/// Action ALL or DELETE sets). `removed` is the version that went.
+pub(crate) fn on_key_deleted(
+    tx: &mut Overlay,
+    removed: &ObjectVersion,
+    now_ms: i64,
+) -> Result<usize, MetaError> {
+    let tags = (!removed.is_delete_marker).then_some(&removed.tags);
+    let rules = route_bucket(tx, &removed.bucket, &removed.key, tags)?;
+    // The task's time is the delete's place in last-writer-wins order at
+    // the destination: after the version it removed, even when both fell
+    // in one millisecond (put times are bumped past each other).
+    let subject = TaskSubject {
+        bucket: &removed.bucket,
+        key: &removed.key,
+        version_id: None,
+        size: 0,
+        now_ms: now_ms.max(removed.last_modified_ms + 1),
+    };
+    let mut n = 0;
+    for rule in rules.iter().filter(|r| r.delete_marker_replication) {
+        enqueue(
+            tx,
+            &Destination::of_rule(rule),
+            &subject,
+            TaskKind::KeyDeleted,
         )?;
         n += 1;
     }

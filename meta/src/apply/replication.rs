@@ -36,7 +36,10 @@ pub(super) fn put_bucket_replication(
     cfg: ReplicationConfig,
 ) -> Result<Reply, MetaError> {
     let info = load_bucket(tx, bucket)?;
-    if info.versioning != VersioningState::Enabled {
+    // S3 demands versioning; OSS replicates unversioned buckets too, so a
+    // configuration made only of OSS rules is exempt.
+    let all_oss = !cfg.rules.is_empty() && cfg.rules.iter().all(|r| r.oss.is_some());
+    if info.versioning != VersioningState::Enabled && !all_oss {
         return Err(MetaError::InvalidRequest(VERSIONING_REQUIRED.into()));
     }
     for rule in &cfg.rules {
@@ -55,6 +58,121 @@ pub(super) fn delete_bucket_replication(
     load_bucket(tx, bucket)?;
     tx.delete(CF_REPL_RULES, bucket.as_bytes().to_vec());
     Ok(Reply::Done)
+}
+
+/// The OSS API's one-rule edits (see `RuleEdit`).
+pub(super) fn edit_replication_rule(
+    tx: &mut Overlay,
+    bucket: &str,
+    edit: RuleEdit,
+) -> Result<Reply, MetaError> {
+    let info = load_bucket(tx, bucket)?;
+    let stored = outbox::load_config(tx, bucket)?;
+    let find = |cfg: &ReplicationConfig, id: &str| {
+        cfg.rules
+            .iter()
+            .position(|r| r.id == id)
+            .ok_or_else(|| MetaError::NoSuchReplicationRule(id.to_string()))
+    };
+    let (cfg, reply) = match edit {
+        RuleEdit::Add { rule, max_rules } => {
+            // OSS: both unversioned or both versioned; S3 rules still need
+            // versioning.
+            if rule.oss.is_none() && info.versioning != VersioningState::Enabled {
+                return Err(MetaError::InvalidRequest(VERSIONING_REQUIRED.into()));
+            }
+            if tx.get(CF_REMOTES, rule.remote.as_bytes())?.is_none() {
+                return Err(MetaError::NoSuchRemote(rule.remote.clone()));
+            }
+            let mut cfg = stored.unwrap_or_default();
+            if cfg.rules.len() >= max_rules {
+                return Err(MetaError::TooManyReplicationRules);
+            }
+            if cfg.rules.iter().any(|r| r.id == rule.id) {
+                return Err(MetaError::InvalidArgument(format!(
+                    "replication rule {} already exists",
+                    rule.id
+                )));
+            }
+            // A rule being closed does not hold its destination.
+            if cfg.rules.iter().any(|r| {
+                !r.is_closing()
+                    && r.remote == rule.remote
+                    && r.destination_bucket == rule.destination_bucket
+            }) {
+                return Err(MetaError::BucketReplicationAlreadyExist);
+            }
+            // A rule ID used before starts its figures and its historical
+            // scan afresh.
+            forget_rule_state(tx, bucket, &rule.id)?;
+            cfg.rules.push((*rule).clone());
+            (Some(cfg), *rule)
+        }
+        RuleEdit::SetRtc {
+            rule_id,
+            enabled,
+            minutes,
+        } => {
+            let mut cfg = stored.ok_or(MetaError::ReplicationConfigurationNotFound)?;
+            let i = find(&cfg, &rule_id)?;
+            let rule = &mut cfg.rules[i];
+            rule.rtc = enabled;
+            if enabled {
+                rule.rtc_minutes = minutes;
+            }
+            let rule = rule.clone();
+            (Some(cfg), rule)
+        }
+        RuleEdit::Close { rule_id } => {
+            let mut cfg = stored.ok_or(MetaError::ReplicationConfigurationNotFound)?;
+            let i = find(&cfg, &rule_id)?;
+            match cfg.rules[i].oss.as_mut() {
+                // Its queued tasks keep their destination; the worker
+                // removes the rule once they drained.
+                Some(oss) => {
+                    oss.closing = true;
+                    cfg.rules[i].enabled = false;
+                    let rule = cfg.rules[i].clone();
+                    (Some(cfg), rule)
+                }
+                // An S3 rule has no closing state: it goes now.
+                None => {
+                    let rule = cfg.rules.remove(i);
+                    (Some(cfg), rule)
+                }
+            }
+        }
+        RuleEdit::Remove { rule_id } => {
+            let mut cfg = stored.ok_or(MetaError::ReplicationConfigurationNotFound)?;
+            let i = find(&cfg, &rule_id)?;
+            if !cfg.rules[i].is_closing() {
+                return Err(MetaError::InvalidRequest(format!(
+                    "replication rule {rule_id} is not being closed"
+                )));
+            }
+            let rule = cfg.rules.remove(i);
+            forget_rule_state(tx, bucket, &rule_id)?;
+            (Some(cfg), rule)
+        }
+    };
+    match cfg {
+        Some(cfg) if !cfg.rules.is_empty() => {
+            tx.put(CF_REPL_RULES, bucket.as_bytes().to_vec(), encode(&cfg))
+        }
+        _ => tx.delete(CF_REPL_RULES, bucket.as_bytes().to_vec()),
+    }
+    Ok(Reply::Rule(Box::new(reply)))
+}
+
+/// A rule's counters and backfill progress (`repl_state`).
+fn forget_rule_state(tx: &mut Overlay, bucket: &str, rule_id: &str) -> Result<(), MetaError> {
+    let mut prefix = joined(&["c", bucket, rule_id]);
+    prefix.push(0);
+    for (k, _) in tx.scan_prefix(CF_REPL_STATE, &prefix)? {
+        tx.delete(CF_REPL_STATE, k);
+    }
+    tx.delete(CF_REPL_STATE, outbox::backfill_key(bucket, rule_id));
+    Ok(())
 }
 
 /// A deleted bucket takes its configuration and figures with it (a bucket
@@ -307,7 +425,7 @@ pub(super) fn backfill_scan(
         let latest: ObjectVersion = decode(&v)?;
         let wanted = !latest.is_delete_marker
             && latest.replica_of.is_none()
-            && rule.filter.matches(&key, &latest.tags);
+            && rule.matches(&key, Some(&latest.tags));
         if wanted {
             let subject = TaskSubject {
                 bucket,

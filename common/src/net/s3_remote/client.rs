@@ -156,6 +156,24 @@ impl RemoteClient {
         }
     }
 
+    /// GetBucketVersioning: `Enabled`, `Suspended`, or `None` for a bucket
+    /// that never had versioning (S3 answers an empty document then).
+    pub async fn bucket_versioning(&self, bucket: &str) -> Result<Option<String>, RemoteError> {
+        let op = "GetBucketVersioning";
+        let resp = self
+            .send(
+                op,
+                Method::GET,
+                format!("{}?versioning", bucket_path(bucket)),
+                Vec::new(),
+                Body::Empty,
+            )
+            .await?;
+        let resp = check(op, resp).await?;
+        let body = resp.text().await.map_err(|e| RemoteError::transport(op, e))?;
+        Ok(xml::versioning_status(&body))
+    }
+
     /// HeadObject of the latest version; `None` on 404 (no such key, or a
     /// delete marker on top).
     pub async fn head_object(

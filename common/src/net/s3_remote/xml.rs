@@ -158,6 +158,21 @@ pub fn error_code(body: &str) -> Option<String> {
     quick_xml::de::from_str::<ErrorBody>(body).ok()?.code
 }
 
+/// The `<Status>` of a `VersioningConfiguration` answer (None: never
+/// versioned, or not such a document).
+pub(super) fn versioning_status(body: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct VersioningConfiguration {
+        #[serde(rename = "Status", default)]
+        status: Option<String>,
+    }
+    quick_xml::de::from_str::<VersioningConfiguration>(body)
+        .ok()?
+        .status
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
 /// The upload id of an InitiateMultipartUpload answer, if it names one.
 pub(super) fn upload_id(body: &str) -> Option<String> {
     quick_xml::de::from_str::<InitiateMultipartUploadResult>(body)

@@ -1,0 +1,212 @@
+//! Background upkeep that talks to meta: the heartbeat (liveness, zone,
+//! capacity and usage) and the scrubber, which re-reads every block at a
+//! bounded rate, verifying each chunk's CRC32C exactly as a client read
+//! does, and reports corrupt or truncated copies to meta
+//! (`report_bad_replica`). Meta checks the copy again, drops it from the
+//! block's placement and its repair loop writes a good copy (possibly back
+//! onto this node, replacing the bad file).
+//!
+//! Both tasks stop on the shutdown token.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use godwit_common::block_token::{self, BlockOp};
+use godwit_common::types::DatanodeHeartbeat;
+use godwit_common::{BlockError, MetaApi};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::format::check_id;
+use crate::metrics;
+use crate::store::{blocking, Datanode};
+
+/// Usage is recounted (a walk of the block folders) every this many
+/// heartbeats.
+const USAGE_EVERY: u32 = 6;
+
+/// Scrubber settings (`godwit datanode --scrub-interval-secs`, ...).
+#[derive(Clone, Debug)]
+pub struct ScrubConfig {
+    /// Pause between the end of one pass and the start of the next.
+    pub interval: Duration,
+    /// Bytes verified per second at most (0: no limit).
+    pub bytes_per_sec: u64,
+}
+
+/// Every block file under `root` (`xx/yy/<id>`) with its size.
+pub(crate) fn list_blocks(root: &Path) -> std::io::Result<Vec<(String, u64)>> {
+    let read_dir = |p: &Path| -> std::io::Result<Vec<std::fs::DirEntry>> {
+        match std::fs::read_dir(p) {
+            Ok(rd) => rd.collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    };
+    let mut out = Vec::new();
+    for l1 in read_dir(root)? {
+        for l2 in read_dir(&l1.path())? {
+            for f in read_dir(&l2.path())? {
+                let name = f.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if check_id(name).is_ok() {
+                    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+                    out.push((name.to_string(), len));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Size of the file system holding `path` (statvfs).
+fn capacity_of(path: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return 0;
+    };
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a writable
+    // statvfs struct, as statvfs(3) requires.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    st.f_blocks as u64 * st.f_frsize as u64
+}
+
+impl Datanode {
+    /// Verifies one block in full; `Ok(bytes)` or the failure.
+    async fn scrub_block(&self, id: &str) -> Result<u64, BlockError> {
+        let token = block_token::issue(self.cluster_secret(), id, BlockOp::Read);
+        let (len, mut stream) = self.read_range(id, &token, 0, None).await?;
+        while let Some(piece) = stream.next().await {
+            piece.map_err(|e| BlockError::Corrupt(e.to_string()))?;
+        }
+        Ok(len)
+    }
+
+    /// One pass over every block at most `bytes_per_sec`; returns the
+    /// number of corrupt copies found (each reported to meta).
+    pub async fn scrub_once(&self, meta: &dyn MetaApi, bytes_per_sec: u64) -> anyhow::Result<u64> {
+        let root = self.layout().root().to_path_buf();
+        let blocks = blocking(move || list_blocks(&root)).await?;
+        let started = Instant::now();
+        let mut verified = 0u64;
+        let mut corrupt = 0u64;
+        for (id, _) in blocks {
+            match self.scrub_block(&id).await {
+                Ok(n) => {
+                    verified += n;
+                    metrics::SCRUB_BYTES.inc_by(n);
+                }
+                // Collected or replaced since the listing.
+                Err(BlockError::NotFound) => {}
+                Err(e @ (BlockError::Corrupt(_) | BlockError::BadRequest(_))) => {
+                    corrupt += 1;
+                    metrics::SCRUB_CORRUPT.inc();
+                    tracing::warn!(node = self.node_id(), block = %id, error = %e, "scrubber found a corrupt copy");
+                    if let Err(err) = meta
+                        .report_bad_replica(&id, self.node_id(), &e.to_string())
+                        .await
+                    {
+                        tracing::warn!(block = %id, error = %err, "reporting a corrupt copy failed; the next pass retries");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(node = self.node_id(), block = %id, error = %e, "scrubber could not read a block");
+                }
+            }
+            // Pace: never ahead of `bytes_per_sec` since the pass began.
+            if bytes_per_sec > 0 {
+                let due = Duration::from_secs_f64(verified as f64 / bytes_per_sec as f64);
+                if let Some(wait) = due.checked_sub(started.elapsed()) {
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
+        metrics::SCRUB_PASSES.inc();
+        tracing::info!(
+            node = self.node_id(),
+            bytes = verified,
+            corrupt,
+            secs = started.elapsed().as_secs_f64(),
+            "scrub pass done"
+        );
+        Ok(corrupt)
+    }
+
+    /// Runs `scrub_once` after every `cfg.interval` until `shutdown`.
+    pub fn spawn_scrubber(
+        self: &Arc<Self>,
+        meta: Arc<dyn MetaApi>,
+        cfg: ScrubConfig,
+        shutdown: CancellationToken,
+    ) -> JoinHandle<()> {
+        let dn = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(cfg.interval) => {}
+                }
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    r = dn.scrub_once(meta.as_ref(), cfg.bytes_per_sec) => {
+                        if let Err(e) = r {
+                            tracing::warn!(node = dn.node_id(), error = %e, "scrub pass failed; retrying next interval");
+                        }
+                    }
+                }
+            }
+            tracing::debug!(node = dn.node_id(), "scrubber stopped");
+        })
+    }
+
+    /// Reports to meta every `interval`: address, zone, capacity, usage.
+    pub fn spawn_heartbeat(
+        self: &Arc<Self>,
+        meta: Arc<dyn MetaApi>,
+        addr: String,
+        zone: Option<String>,
+        interval: Duration,
+        shutdown: CancellationToken,
+    ) -> JoinHandle<()> {
+        let dn = self.clone();
+        tokio::spawn(async move {
+            let mut beat = 0u32;
+            let (mut used, mut count, mut capacity) = (0u64, 0u64, 0u64);
+            loop {
+                if beat.is_multiple_of(USAGE_EVERY) {
+                    let root = dn.layout().root().to_path_buf();
+                    if let Ok((u, c, cap)) = blocking(move || {
+                        let blocks = list_blocks(&root)?;
+                        let used = blocks.iter().map(|(_, n)| n).sum();
+                        Ok((used, blocks.len() as u64, capacity_of(&root)))
+                    })
+                    .await
+                    {
+                        (used, count, capacity) = (u, c, cap);
+                    }
+                }
+                beat = beat.wrapping_add(1);
+                let hb = DatanodeHeartbeat {
+                    id: dn.node_id(),
+                    addr: addr.clone(),
+                    zone: zone.clone(),
+                    capacity_bytes: capacity,
+                    used_bytes: used,
+                    blocks: count,
+                };
+                if let Err(e) = meta.heartbeat(hb).await {
+                    tracing::warn!(node = dn.node_id(), error = %e, "heartbeat to meta failed");
+                }
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(interval) => {}
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,748 @@
+//! Operations whose OSS answer differs from S3's in shape: listings,
+//! bucket descriptions (ListBuckets, location, GetBucketInfo,
+//! GetBucketStat), ACLs, and the OSS-only object headers
+//! (`x-oss-hash-crc64ecma`, `x-oss-object-type`, `x-oss-storage-class`).
+//! The data path itself (PUT, GET, multipart) is the shared S3 handlers'.
+
+use axum::response::Response;
+use godwit_common::types::{
+    ListObjectsQuery, ListUploadsQuery, ListVersionsQuery, ObjectVersion, PartRecord,
+    VersioningState,
+};
+use http::{HeaderMap, StatusCode};
+
+use super::xml::*;
+use crate::error::S3Error;
+use crate::s3::list::{
+    decode_token, encode_token, fetch, non_empty, parse_encoding, parse_max, Enc,
+};
+use crate::s3::{set_header, xml_response, ApiResult, Ctx};
+use crate::xml::requests::{CompleteMultipartUpload, CompletePart};
+use crate::xml::{quote_etag, render};
+
+/// Pages read per GetBucketStat walk step.
+const STAT_PAGE: usize = 1000;
+
+/// `Normal` for a simple upload, `Multipart` for a completed multipart
+/// upload (`x-oss-object-type`, listing `Type`).
+pub fn object_type(v: &ObjectVersion) -> &'static str {
+    if v.parts.is_empty() {
+        "Normal"
+    } else {
+        "Multipart"
+    }
+}
+
+/// `x-oss-hash-crc64ecma` as OSS sends it: an unsigned decimal.
+pub fn set_crc64(out: &mut HeaderMap, crc: Option<u64>) {
+    if let Some(crc) = crc {
+        set_header(out, "x-oss-hash-crc64ecma", &crc.to_string());
+    }
+}
+
+/// The OSS headers of an object on GET/HEAD. The CRC describes the whole
+/// object, so a ranged read (`whole == false`) goes without it.
+pub fn object_headers(out: &mut HeaderMap, v: &ObjectVersion, whole: bool) {
+    set_header(out, "x-oss-object-type", object_type(v));
+    set_header(out, "x-oss-storage-class", STANDARD);
+    if whole {
+        set_crc64(out, v.checksums.crc64ecma);
+    }
+}
+
+/// Checks an upload's `x-oss-hash-crc64ecma` (an unsigned decimal, as
+/// oss2 and the v2 SDK send it) against the CRC computed while the body
+/// streamed: a mismatch is a corrupted body (BadDigest, InvalidDigest to
+/// an OSS client) and nothing is committed.
+pub fn check_client_crc64(headers: &HeaderMap, computed: Option<u64>) -> Result<(), S3Error> {
+    let Some(raw) = headers.get("x-oss-hash-crc64ecma") else {
+        return Ok(());
+    };
+    let given: u64 = raw
+        .to_str()
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| {
+            S3Error::InvalidArgument("x-oss-hash-crc64ecma must be an unsigned decimal.".into())
+        })?;
+    if computed != Some(given) {
+        return Err(S3Error::BadDigest(
+            "The CRC64 you specified did not match the calculated checksum.".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The CRC-64/XZ of a multipart object from its parts' CRCs and sizes in
+/// the completed order; None when a part has none (written before CRCs
+/// were kept).
+pub fn combined_crc64<'a>(parts: impl IntoIterator<Item = (Option<u64>, u64)> + 'a) -> Option<u64> {
+    let mut acc: Option<u64> = None;
+    for (crc, size) in parts {
+        let crc = crc?;
+        acc = Some(match acc {
+            None => crc,
+            Some(a) => crate::body::checksum::crc64xz_combine(a, crc, size),
+        });
+    }
+    Some(acc.unwrap_or(0))
+}
+
+/// The part list of a CompleteMultipartUpload sent with
+/// `x-oss-complete-all: yes`: every uploaded part in order. OSS refuses a
+/// body alongside the header.
+pub fn complete_all(
+    body: &[u8],
+    stored: &[PartRecord],
+) -> Result<CompleteMultipartUpload, S3Error> {
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        return Err(S3Error::InvalidArgument(
+            "x-oss-complete-all cannot be used with a part list in the body.".into(),
+        ));
+    }
+    if stored.is_empty() {
+        return Err(S3Error::InvalidPart("The upload has no parts.".into()));
+    }
+    Ok(CompleteMultipartUpload {
+        parts: stored
+            .iter()
+            .map(|p| CompletePart {
+                part_number: p.number,
+                etag: p.etag.clone(),
+                crc32: None,
+                crc32c: None,
+                crc64nvme: None,
+                sha1: None,
+                sha256: None,
+            })
+            .collect(),
+    })
+}
+
+/// The endpoint clients reached this gateway at: what OSS reports as a
+/// bucket's extranet and intranet endpoints.
+fn endpoint(ctx: &Ctx) -> String {
+    ctx.header("host").unwrap_or("localhost").to_string()
+}
+
+fn doc(root: &str, value: &impl serde::Serialize) -> Result<Response, S3Error> {
+    Ok(xml_response(StatusCode::OK, render(root, value)?))
+}
+
+pub async fn list_buckets(ctx: &Ctx) -> ApiResult {
+    let buckets = ctx.gw.meta.list_buckets().await?;
+    let ep = endpoint(ctx);
+    Ok(doc(
+        "ListAllMyBucketsResult",
+        &ListAllMyBucketsResult {
+            owner: Owner::new(ctx.owner()),
+            buckets: Buckets {
+                bucket: buckets
+                    .into_iter()
+                    .map(|b| BucketEntry {
+                        creation_date: iso8601_s(b.created_ms),
+                        extranet_endpoint: ep.clone(),
+                        intranet_endpoint: ep.clone(),
+                        location: location(&b.region),
+                        name: b.name,
+                        region: b.region,
+                        storage_class: STANDARD,
+                    })
+                    .collect(),
+            },
+        },
+    )?)
+}
+
+pub async fn get_location(ctx: &Ctx) -> ApiResult {
+    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+    Ok(doc(
+        "LocationConstraint",
+        &LocationConstraint {
+            location: location(&bucket.region),
+        },
+    )?)
+}
+
+pub async fn get_bucket_info(ctx: &Ctx) -> ApiResult {
+    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+    let replication = match ctx.gw.meta.get_bucket_replication(ctx.bucket()).await {
+        Ok(_) => "Enabled",
+        Err(godwit_common::MetaError::ReplicationConfigurationNotFound) => "Disabled",
+        Err(e) => return Err(e.into()),
+    };
+    let owner = if bucket.owner.is_empty() {
+        ctx.owner().to_string()
+    } else {
+        bucket.owner.clone()
+    };
+    let ep = endpoint(ctx);
+    Ok(doc(
+        "BucketInfo",
+        &BucketInfo {
+            bucket: BucketDetail {
+                access_monitor: "Disabled",
+                creation_date: iso8601_s(bucket.created_ms),
+                cross_region_replication: replication,
+                data_redundancy_type: "LRS",
+                extranet_endpoint: ep.clone(),
+                intranet_endpoint: ep,
+                location: location(&bucket.region),
+                name: bucket.name,
+                region: bucket.region,
+                storage_class: STANDARD,
+                transfer_acceleration: "Disabled",
+                versioning: match bucket.versioning {
+                    VersioningState::Unversioned => None,
+                    VersioningState::Enabled => Some("Enabled"),
+                    VersioningState::Suspended => Some("Suspended"),
+                },
+                owner: Owner::new(&owner),
+                acl: AccessControlList { grant: "private" },
+                comment: String::new(),
+            },
+        },
+    )?)
+}
+
+/// GetBucketStat: counted by walking the bucket's current objects and
+/// open uploads (meta keeps no running totals yet), so its cost grows
+/// with the bucket.
+pub async fn get_bucket_stat(ctx: &Ctx) -> ApiResult {
+    let bucket = ctx.bucket().to_string();
+    ctx.gw.meta.get_bucket(&bucket).await?;
+    let (mut storage, mut count, mut last_ms) = (0u64, 0u64, 0i64);
+    let mut after = None;
+    loop {
+        let page = ctx
+            .gw
+            .meta
+            .list_objects(ListObjectsQuery {
+                bucket: bucket.clone(),
+                prefix: String::new(),
+                delimiter: None,
+                start_after: after.clone(),
+                max_keys: STAT_PAGE,
+            })
+            .await?;
+        for o in &page.objects {
+            storage += o.size;
+            count += 1;
+            last_ms = last_ms.max(o.last_modified_ms);
+        }
+        match (page.is_truncated, page.next_marker) {
+            (true, Some(next)) if Some(&next) != after.as_ref() => after = Some(next),
+            _ => break,
+        }
+    }
+    let mut uploads = 0u64;
+    let (mut key_marker, mut id_marker) = (None, None);
+    loop {
+        let page = ctx
+            .gw
+            .meta
+            .list_uploads(ListUploadsQuery {
+                bucket: bucket.clone(),
+                prefix: String::new(),
+                delimiter: None,
+                key_marker: key_marker.clone(),
+                upload_id_marker: id_marker.clone(),
+                max_uploads: STAT_PAGE,
+            })
+            .await?;
+        uploads += page.uploads.len() as u64;
+        if !page.is_truncated || page.next_key_marker.is_none() {
+            break;
+        }
+        key_marker = page.next_key_marker;
+        id_marker = page.next_upload_id_marker;
+    }
+    Ok(doc(
+        "BucketStat",
+        &BucketStat {
+            storage,
+            object_count: count,
+            multipart_upload_count: uploads,
+            live_channel_count: 0,
+            last_modified_time: unix_secs(last_ms),
+            standard_storage: storage,
+            standard_object_count: count,
+        },
+    )?)
+}
+
+/// Godwit has no ACLs: buckets are private, objects follow their bucket.
+pub async fn get_bucket_acl(ctx: &Ctx) -> ApiResult {
+    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+    let owner = if bucket.owner.is_empty() {
+        ctx.owner()
+    } else {
+        &bucket.owner
+    };
+    Ok(doc(
+        "AccessControlPolicy",
+        &AccessControlPolicy {
+            owner: Owner::new(owner),
+            acl: AccessControlList { grant: "private" },
+        },
+    )?)
+}
+
+pub async fn get_object_acl(ctx: &Ctx) -> ApiResult {
+    let version_id = ctx.query.get("versionId");
+    let obj = ctx
+        .gw
+        .meta
+        .get_object(ctx.bucket(), ctx.key(), version_id)
+        .await?;
+    if obj.version.is_delete_marker {
+        return Err(crate::s3::object::delete_marker_error(
+            &obj.version,
+            version_id.is_some(),
+        ));
+    }
+    let owner = if obj.version.owner.is_empty() {
+        ctx.owner().to_string()
+    } else {
+        obj.version.owner.clone()
+    };
+    Ok(doc(
+        "AccessControlPolicy",
+        &AccessControlPolicy {
+            owner: Owner::new(&owner),
+            acl: AccessControlList { grant: "default" },
+        },
+    )?)
+}
+
+fn entry(v: &ObjectVersion, enc: &Enc, owner: bool) -> ObjectEntry {
+    ObjectEntry {
+        key: enc.s(&v.key),
+        last_modified: iso8601_s(v.last_modified_ms),
+        etag: quote_etag(&v.etag),
+        kind: object_type(v),
+        size: v.size,
+        storage_class: STANDARD,
+        owner: owner.then(|| Owner::new(&v.owner)),
+    }
+}
+
+fn prefixes(enc: &Enc, list: &[String]) -> Vec<CommonPrefix> {
+    list.iter()
+        .map(|p| CommonPrefix { prefix: enc.s(p) })
+        .collect()
+}
+
+/// ListObjects (v1) as oss2's `ObjectIterator` pages it: `marker` /
+/// `NextMarker`, keys url-encoded when `encoding-type=url` (oss2 always
+/// asks for it).
+pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
+    let q = &ctx.query;
+    let max_keys = parse_max(q, "max-keys")?;
+    let enc = Enc(parse_encoding(q)?);
+    let prefix = q.get("prefix").unwrap_or_default();
+    let delimiter = non_empty(q.get("delimiter"));
+    let marker = non_empty(q.get("marker"));
+    let page = fetch(ctx, prefix, delimiter.clone(), marker.clone(), max_keys).await?;
+    Ok(doc(
+        "ListBucketResult",
+        &ListBucketResult {
+            name: ctx.bucket().to_string(),
+            prefix: enc.s(prefix),
+            marker: Some(enc.s(marker.as_deref().unwrap_or_default())),
+            max_keys,
+            delimiter: enc.s(delimiter.as_deref().unwrap_or_default()),
+            encoding_type: enc.name(),
+            is_truncated: page.is_truncated,
+            next_marker: page
+                .is_truncated
+                .then(|| enc.opt(page.next_marker.as_deref()))
+                .flatten(),
+            contents: page.objects.iter().map(|v| entry(v, &enc, true)).collect(),
+            common_prefixes: prefixes(&enc, &page.common_prefixes),
+            ..Default::default()
+        },
+    )?)
+}
+
+/// ListObjectsV2 (`list-type=2`), as the v2 SDK's paginator calls it.
+pub async fn list_objects_v2(ctx: &Ctx) -> ApiResult {
+    let q = &ctx.query;
+    let max_keys = parse_max(q, "max-keys")?;
+    let enc = Enc(parse_encoding(q)?);
+    let prefix = q.get("prefix").unwrap_or_default();
+    let delimiter = non_empty(q.get("delimiter"));
+    let token = non_empty(q.get("continuation-token"));
+    let start_after = non_empty(q.get("start-after"));
+    let fetch_owner = q
+        .get("fetch-owner")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let from = match &token {
+        Some(t) => Some(decode_token(t)?),
+        None => start_after.clone(),
+    };
+    let page = fetch(ctx, prefix, delimiter.clone(), from, max_keys).await?;
+    let contents: Vec<ObjectEntry> = page
+        .objects
+        .iter()
+        .map(|v| entry(v, &enc, fetch_owner))
+        .collect();
+    let common_prefixes = prefixes(&enc, &page.common_prefixes);
+    Ok(doc(
+        "ListBucketResult",
+        &ListBucketResult {
+            name: ctx.bucket().to_string(),
+            prefix: enc.s(prefix),
+            continuation_token: token,
+            start_after: enc.opt(start_after.as_deref()),
+            max_keys,
+            delimiter: enc.s(delimiter.as_deref().unwrap_or_default()),
+            encoding_type: enc.name(),
+            is_truncated: page.is_truncated,
+            next_continuation_token: page
+                .is_truncated
+                .then(|| page.next_marker.as_deref().map(encode_token))
+                .flatten(),
+            key_count: Some(contents.len() + common_prefixes.len()),
+            contents,
+            common_prefixes,
+            ..Default::default()
+        },
+    )?)
+}
+
+pub async fn list_versions(ctx: &Ctx) -> ApiResult {
+    let q = &ctx.query;
+    let max_keys = parse_max(q, "max-keys")?;
+    let enc = Enc(parse_encoding(q)?);
+    let prefix = q.get("prefix").unwrap_or_default();
+    let delimiter = non_empty(q.get("delimiter"));
+    let key_marker = non_empty(q.get("key-marker"));
+    let version_id_marker = non_empty(q.get("version-id-marker"));
+    let page = if max_keys == 0 {
+        ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+        Default::default()
+    } else {
+        ctx.gw
+            .meta
+            .list_versions(ListVersionsQuery {
+                bucket: ctx.bucket().to_string(),
+                prefix: prefix.to_string(),
+                delimiter: delimiter.clone(),
+                key_marker: key_marker.clone(),
+                version_id_marker: version_id_marker.clone(),
+                max_keys,
+            })
+            .await?
+    };
+    let (markers, versions): (Vec<_>, Vec<_>) =
+        page.versions.iter().partition(|v| v.is_delete_marker);
+    Ok(doc(
+        "ListVersionsResult",
+        &ListVersionsResult {
+            name: ctx.bucket().to_string(),
+            prefix: enc.s(prefix),
+            key_marker: enc.s(key_marker.as_deref().unwrap_or_default()),
+            version_id_marker: version_id_marker.unwrap_or_default(),
+            next_key_marker: page
+                .is_truncated
+                .then(|| enc.opt(page.next_key_marker.as_deref()))
+                .flatten(),
+            next_version_id_marker: page
+                .is_truncated
+                .then_some(page.next_version_id_marker.clone())
+                .flatten(),
+            max_keys,
+            delimiter: enc.s(delimiter.as_deref().unwrap_or_default()),
+            encoding_type: enc.name(),
+            is_truncated: page.is_truncated,
+            versions: versions
+                .iter()
+                .map(|v| VersionEntry {
+                    key: enc.s(&v.key),
+                    version_id: v.version_id.clone(),
+                    is_latest: v.is_latest,
+                    last_modified: iso8601_s(v.last_modified_ms),
+                    etag: quote_etag(&v.etag),
+                    kind: object_type(v),
+                    size: v.size,
+                    storage_class: STANDARD,
+                    owner: Owner::new(&v.owner),
+                })
+                .collect(),
+            delete_markers: markers
+                .iter()
+                .map(|v| DeleteMarkerEntry {
+                    key: enc.s(&v.key),
+                    version_id: v.version_id.clone(),
+                    is_latest: v.is_latest,
+                    last_modified: iso8601_s(v.last_modified_ms),
+                    owner: Owner::new(&v.owner),
+                })
+                .collect(),
+            common_prefixes: prefixes(&enc, &page.common_prefixes),
+        },
+    )?)
+}
+
+pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> ApiResult {
+    let max_parts = parse_max(&ctx.query, "max-parts")?;
+    let marker = match ctx.query.get("part-number-marker") {
+        None | Some("") => 0,
+        Some(raw) => raw.trim().parse::<u32>().map_err(|_| {
+            S3Error::InvalidArgument(
+                "Provided part-number-marker not an integer or within integer range".into(),
+            )
+        })?,
+    };
+    let enc = Enc(parse_encoding(&ctx.query)?);
+    let upload = ctx
+        .gw
+        .meta
+        .get_upload(ctx.bucket(), ctx.key(), upload_id)
+        .await?;
+    let page = if max_parts == 0 {
+        Default::default()
+    } else {
+        ctx.gw
+            .meta
+            .list_parts(ctx.bucket(), ctx.key(), upload_id, marker, max_parts)
+            .await?
+    };
+    let last = page.parts.last().map(|p| p.number).unwrap_or(marker);
+    let next = if page.is_truncated {
+        page.next_part_number_marker.unwrap_or(last)
+    } else {
+        last
+    };
+    Ok(doc(
+        "ListPartsResult",
+        &ListPartsResult {
+            bucket: upload.bucket,
+            encoding_type: enc.name(),
+            key: enc.s(&upload.key),
+            upload_id: upload.upload_id,
+            storage_class: STANDARD,
+            part_number_marker: marker,
+            next_part_number_marker: next,
+            max_parts,
+            is_truncated: page.is_truncated,
+            parts: page
+                .parts
+                .iter()
+                .map(|p| PartEntry {
+                    part_number: p.number,
+                    last_modified: iso8601_s(p.last_modified_ms),
+                    etag: quote_etag(&p.etag),
+                    hash_crc64ecma: p.checksums.crc64ecma,
+                    size: p.size,
+                })
+                .collect(),
+        },
+    )?)
+}
+
+/// The DeleteMultipleObjects answer for OSS: keys URL-encoded when the
+/// request asked for `encoding-type=url`.
+pub fn delete_result(
+    ctx: &Ctx,
+    deleted: Vec<crate::xml::responses::Deleted>,
+    errors: Vec<crate::xml::responses::DeleteError>,
+) -> Result<Response, S3Error> {
+    let enc = Enc(parse_encoding(&ctx.query)?);
+    doc(
+        "DeleteResult",
+        &DeleteResult {
+            encoding_type: enc.name(),
+            deleted: deleted
+                .into_iter()
+                .map(|mut d| {
+                    d.key = enc.s(&d.key);
+                    d
+                })
+                .collect(),
+            errors: errors
+                .into_iter()
+                .map(|mut e| {
+                    e.key = enc.s(&e.key);
+                    e
+                })
+                .collect(),
+        },
+    )
+}
+
+pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
+    let q = &ctx.query;
+    let max_uploads = parse_max(q, "max-uploads")?;
+    let enc = Enc(parse_encoding(q)?);
+    let prefix = q.get("prefix").unwrap_or_default().to_string();
+    let delimiter = non_empty(q.get("delimiter"));
+    let key_marker = non_empty(q.get("key-marker"));
+    let upload_id_marker = non_empty(q.get("upload-id-marker"));
+    let page = if max_uploads == 0 {
+        ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+        Default::default()
+    } else {
+        ctx.gw
+            .meta
+            .list_uploads(ListUploadsQuery {
+                bucket: ctx.bucket().to_string(),
+                prefix: prefix.clone(),
+                delimiter: delimiter.clone(),
+                key_marker: key_marker.clone(),
+                upload_id_marker: upload_id_marker.clone(),
+                max_uploads,
+            })
+            .await?
+    };
+    let (next_key, next_id) = if page.is_truncated {
+        (
+            enc.s(page.next_key_marker.as_deref().unwrap_or_default()),
+            page.next_upload_id_marker.clone().unwrap_or_default(),
+        )
+    } else {
+        (String::new(), String::new())
+    };
+    Ok(doc(
+        "ListMultipartUploadsResult",
+        &ListMultipartUploadsResult {
+            bucket: ctx.bucket().to_string(),
+            key_marker: enc.s(key_marker.as_deref().unwrap_or_default()),
+            upload_id_marker: upload_id_marker.unwrap_or_default(),
+            next_key_marker: next_key,
+            next_upload_id_marker: next_id,
+            delimiter: enc.s(delimiter.as_deref().unwrap_or_default()),
+            prefix: enc.s(&prefix),
+            max_uploads,
+            is_truncated: page.is_truncated,
+            encoding_type: enc.name(),
+            uploads: page
+                .uploads
+                .iter()
+                .map(|u| UploadEntry {
+                    key: enc.s(&u.key),
+                    upload_id: u.upload_id.clone(),
+                    storage_class: STANDARD,
+                    initiated: iso8601_s(u.initiated_ms),
+                })
+                .collect(),
+            common_prefixes: prefixes(&enc, &page.common_prefixes),
+        },
+    )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use godwit_common::types::{Checksums, ObjectData, PartSummary};
+
+    fn version(parts: usize, crc: Option<u64>) -> ObjectVersion {
+        ObjectVersion {
+            bucket: "b".into(),
+            key: "dir/a b+c.txt".into(),
+            version_id: "null".into(),
+            is_delete_marker: false,
+            is_latest: true,
+            last_modified_ms: 1_796_011_200_123,
+            size: 3,
+            etag: "acbd18db4cc2f85cedef654fccc4a4d8".into(),
+            headers: Default::default(),
+            user_meta: Default::default(),
+            checksums: Checksums {
+                crc64ecma: crc,
+                ..Default::default()
+            },
+            data: ObjectData::Inline(vec![]),
+            parts: (1..=parts as u32)
+                .map(|number| PartSummary {
+                    number,
+                    size: 1,
+                    etag: "p".into(),
+                    checksums: Default::default(),
+                })
+                .collect(),
+            tags: Default::default(),
+            owner: "AK".into(),
+            replication_status: None,
+            replica_of: None,
+        }
+    }
+
+    #[test]
+    fn object_headers_name_type_class_and_whole_crc() {
+        let mut out = HeaderMap::new();
+        object_headers(
+            &mut out,
+            &version(0, Some(11_051_210_869_376_104_954)),
+            true,
+        );
+        assert_eq!(out["x-oss-object-type"], "Normal");
+        assert_eq!(out["x-oss-storage-class"], "Standard");
+        assert_eq!(out["x-oss-hash-crc64ecma"], "11051210869376104954");
+        let mut out = HeaderMap::new();
+        object_headers(&mut out, &version(2, Some(5)), false);
+        assert_eq!(out["x-oss-object-type"], "Multipart");
+        assert!(out.get("x-oss-hash-crc64ecma").is_none());
+    }
+
+    #[test]
+    fn client_crc64_is_checked() {
+        use crate::body::checksum::crc64xz;
+        let crc = crc64xz(b"hello");
+        let mut h = HeaderMap::new();
+        assert!(check_client_crc64(&h, Some(crc)).is_ok());
+        h.insert("x-oss-hash-crc64ecma", crc.to_string().parse().unwrap());
+        assert!(check_client_crc64(&h, Some(crc)).is_ok());
+        h.insert(
+            "x-oss-hash-crc64ecma",
+            (crc ^ 1).to_string().parse().unwrap(),
+        );
+        assert!(matches!(
+            check_client_crc64(&h, Some(crc)),
+            Err(S3Error::BadDigest(_))
+        ));
+        h.insert("x-oss-hash-crc64ecma", "-1".parse().unwrap());
+        assert!(matches!(
+            check_client_crc64(&h, Some(crc)),
+            Err(S3Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn multipart_crc_combines_parts_in_order() {
+        use crate::body::checksum::crc64xz;
+        let parts: [&[u8]; 3] = [b"1234", b"567", b"89"];
+        let whole = combined_crc64(parts.iter().map(|p| (Some(crc64xz(p)), p.len() as u64)));
+        assert_eq!(whole, Some(crc64xz(b"123456789")));
+        assert_eq!(combined_crc64([(Some(1), 1), (None, 2)]), None);
+    }
+
+    #[test]
+    fn listed_entry_is_what_oss2_parses() {
+        let xml = render(
+            "ListBucketResult",
+            &ListBucketResult {
+                name: "b".into(),
+                encoding_type: Some("url".into()),
+                contents: vec![entry(&version(0, None), &Enc(true), true)],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for needle in [
+            "<Key>dir/a%20b%2Bc.txt</Key>",
+            "<LastModified>2026-11-30T04:00:00.000Z</LastModified>",
+            "<ETag>\"acbd18db4cc2f85cedef654fccc4a4d8\"</ETag>",
+            "<Type>Normal</Type>",
+            "<Size>3</Size>",
+            "<StorageClass>Standard</StorageClass>",
+            "<Owner><ID>AK</ID><DisplayName>AK</DisplayName></Owner>",
+            "<EncodingType>url</EncodingType>",
+            "<IsTruncated>false</IsTruncated>",
+        ] {
+            assert!(xml.contains(needle), "{needle} in {xml}");
+        }
+        assert!(!xml.contains("xmlns"));
+    }
+}

@@ -1,0 +1,347 @@
+//! The datanode tier as meta sees it: liveness from heartbeats, the
+//! placement policy (replication factor, write quorum), bad-copy reports
+//! waiting for the repair loop, and the `MetaApi` methods that serve them.
+//!
+//! What must survive a leader change goes through Raft: registrations,
+//! admin states (`Decommissioning`), block placements. Liveness does not:
+//! it is the current leader's view of the heartbeats it received, and a new
+//! leader gives every node one down-timeout of grace before calling it
+//! down (it has not heard from anyone yet).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use godwit_common::meta_api::MetaResult;
+use godwit_common::types::*;
+use godwit_common::MetaError;
+use rocksdb::IteratorMode;
+
+use crate::apply::blocks::DatanodeRecord;
+use crate::command::Command;
+use crate::node::MetaNode;
+use crate::placement::Candidate;
+use crate::store::*;
+
+/// Default time without a heartbeat after which a datanode is down.
+pub const DEFAULT_DOWN_AFTER: Duration = Duration::from_secs(15);
+/// Default pause between two repair rounds.
+pub const DEFAULT_REPAIR_INTERVAL: Duration = Duration::from_secs(5);
+/// Bad-copy reports kept for the repair loop; more are dropped (the
+/// scrubber and the next read report them again).
+const MAX_SUSPECTS: usize = 10_000;
+
+/// Tunables of the tier (`godwit meta --write-quorum`, ...).
+#[derive(Clone, Debug)]
+pub struct DatanodePolicy {
+    /// Durable acks a block write needs; 0 means the replication factor.
+    pub write_quorum: usize,
+    /// No heartbeat for this long: the node is down.
+    pub down_after: Duration,
+    /// Pause between repair rounds.
+    pub repair_interval: Duration,
+}
+
+impl Default for DatanodePolicy {
+    fn default() -> Self {
+        DatanodePolicy {
+            write_quorum: 0,
+            down_after: DEFAULT_DOWN_AFTER,
+            repair_interval: DEFAULT_REPAIR_INTERVAL,
+        }
+    }
+}
+
+struct Seen {
+    at: Instant,
+    hb: Option<DatanodeHeartbeat>,
+}
+
+/// Leader-local state of the tier.
+pub(crate) struct Tier {
+    pub(crate) policy: Mutex<DatanodePolicy>,
+    seen: Mutex<HashMap<NodeId, Seen>>,
+    /// When this node last became leader (`None`: not leader).
+    leader_since: Mutex<Option<Instant>>,
+    pub(crate) suspects: Mutex<VecDeque<(String, NodeId, String)>>,
+    /// Copies per datanode as of the last repair scan.
+    pub(crate) placed: Mutex<HashMap<NodeId, u64>>,
+    pub(crate) task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Starts the next repair round early (a report, a decommission).
+    pub(crate) wake: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl Tier {
+    pub(crate) fn new() -> Self {
+        Tier {
+            policy: Mutex::new(DatanodePolicy::default()),
+            seen: Mutex::new(HashMap::new()),
+            // Until the repair loop observes leadership, act as a leader
+            // that just started: every node gets its grace period.
+            leader_since: Mutex::new(Some(Instant::now())),
+            suspects: Mutex::new(VecDeque::new()),
+            placed: Mutex::new(HashMap::new()),
+            task: Mutex::new(None),
+            wake: std::sync::Arc::new(tokio::sync::Notify::new()),
+        }
+    }
+
+    pub(crate) fn policy(&self) -> DatanodePolicy {
+        self.policy.lock().expect("tier lock").clone()
+    }
+
+    /// Follows leadership: a fresh leader starts the grace period.
+    pub(crate) fn note_leader(&self, is_leader: bool) {
+        let mut since = self.leader_since.lock().expect("tier lock");
+        match (is_leader, since.is_some()) {
+            (true, false) => *since = Some(Instant::now()),
+            (false, true) => *since = None,
+            _ => {}
+        }
+    }
+
+    pub(crate) fn saw(&self, id: NodeId, hb: Option<DatanodeHeartbeat>) {
+        let mut seen = self.seen.lock().expect("tier lock");
+        let entry = seen.entry(id).or_insert(Seen {
+            at: Instant::now(),
+            hb: None,
+        });
+        entry.at = Instant::now();
+        if hb.is_some() {
+            entry.hb = hb;
+        }
+    }
+
+    pub(crate) fn is_up(&self, id: NodeId) -> bool {
+        let down_after = self.policy().down_after;
+        if let Some(s) = self.seen.lock().expect("tier lock").get(&id) {
+            return s.at.elapsed() < down_after;
+        }
+        // Never heard from since this node led: up during the grace period.
+        self.leader_since
+            .lock()
+            .expect("tier lock")
+            .is_some_and(|t| t.elapsed() < down_after)
+    }
+
+    fn last_seen(&self, id: NodeId) -> (Option<u64>, Option<DatanodeHeartbeat>) {
+        match self.seen.lock().expect("tier lock").get(&id) {
+            Some(s) => (Some(s.at.elapsed().as_millis() as u64), s.hb.clone()),
+            None => (None, None),
+        }
+    }
+
+    fn suspect(&self, block_id: String, node: NodeId, reason: String) {
+        let mut q = self.suspects.lock().expect("tier lock");
+        if q.len() < MAX_SUSPECTS && !q.iter().any(|(b, n, _)| *b == block_id && *n == node) {
+            q.push_back((block_id, node, reason));
+        }
+    }
+}
+
+impl MetaNode {
+    /// Write quorum, liveness timeout and repair pace (the replication
+    /// factor is `MetaConfig::replication_factor`).
+    pub fn set_datanode_policy(&self, policy: DatanodePolicy) {
+        *self.tier.policy.lock().expect("tier lock") = policy;
+    }
+
+    /// Every datanode row (registration and admin state).
+    pub(crate) fn datanode_records(&self) -> MetaResult<Vec<DatanodeRecord>> {
+        self.db
+            .iterator_cf(cf(&self.db, CF_DATANODES), IteratorMode::Start)
+            .map(|item| {
+                let (_, v) = item.map_err(|e| MetaError::Internal(format!("rocksdb: {e}")))?;
+                decode(&v)
+            })
+            .collect()
+    }
+
+    /// Nodes that may take a new copy now: active and up.
+    pub(crate) fn writable_nodes(&self, records: &[DatanodeRecord]) -> Vec<Candidate> {
+        records
+            .iter()
+            .filter(|r| r.state == DatanodeState::Active && self.tier.is_up(r.info.id))
+            .map(|r| Candidate {
+                id: r.info.id,
+                zone: r.info.zone.clone(),
+            })
+            .collect()
+    }
+
+    /// Copies a block should have: the replication factor, or every active
+    /// node when there are fewer.
+    pub(crate) fn desired_copies(&self, records: &[DatanodeRecord]) -> usize {
+        let active = records
+            .iter()
+            .filter(|r| r.state == DatanodeState::Active)
+            .count();
+        self.cfg.replication_factor.max(1).min(active)
+    }
+
+    /// Placement and quorum of new blocks: copies on distinct up nodes
+    /// (distinct zones when set); `Unavailable` when fewer nodes are up
+    /// than the write quorum needs.
+    pub(crate) fn place_new_blocks(&self, count: usize) -> MetaResult<(Vec<Vec<NodeId>>, usize)> {
+        let records = self.datanode_records()?;
+        if records.is_empty() {
+            return Err(MetaError::Unavailable("no datanode is registered".into()));
+        }
+        let up = self.writable_nodes(&records);
+        let desired = self.desired_copies(&records);
+        let rf = self.cfg.replication_factor.max(1);
+        let quorum = match self.tier.policy().write_quorum {
+            0 => rf,
+            q => q.min(rf),
+        }
+        // A cluster smaller than the factor cannot do better than all of it.
+        .min(desired.max(1));
+        let copies = desired.min(up.len());
+        if copies == 0 || copies < quorum {
+            return Err(MetaError::Unavailable(format!(
+                "{} datanodes are up, a block write needs {quorum}",
+                up.len()
+            )));
+        }
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            let start = self
+                .next_datanode
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            out.push(crate::placement::choose(&up, &[], &[], copies, start));
+        }
+        Ok((out, quorum))
+    }
+
+    pub(crate) async fn heartbeat_impl(&self, hb: DatanodeHeartbeat) -> MetaResult<()> {
+        // Liveness is the leader's view: followers send the node on.
+        self.ensure_leader().await?;
+        let known = self
+            .db
+            .get_cf(cf(&self.db, CF_DATANODES), hb.id.to_be_bytes())
+            .map_err(|e| MetaError::Internal(format!("rocksdb: {e}")))?
+            .map(|b| decode::<DatanodeRecord>(&b))
+            .transpose()?;
+        let changed = match &known {
+            None => true,
+            Some(r) => r.info.addr != hb.addr || r.info.zone != hb.zone,
+        };
+        if changed {
+            let info = DatanodeInfo {
+                id: hb.id,
+                addr: hb.addr.clone(),
+                zone: hb.zone.clone(),
+            };
+            self.write(Command::RegisterDatanode { info }).await?;
+        }
+        self.tier.saw(hb.id, Some(hb));
+        Ok(())
+    }
+
+    pub(crate) async fn report_bad_replica_impl(
+        &self,
+        block_id: &str,
+        node: NodeId,
+        reason: &str,
+    ) -> MetaResult<()> {
+        self.ensure_leader().await?;
+        tracing::warn!(block = block_id, node, reason, "bad block copy reported");
+        self.tier
+            .suspect(block_id.to_string(), node, reason.to_string());
+        self.tier.wake.notify_one();
+        Ok(())
+    }
+
+    pub(crate) async fn datanode_status_impl(&self) -> MetaResult<Vec<DatanodeStatus>> {
+        self.ensure_leader().await?;
+        let placed = self.tier.placed.lock().expect("tier lock").clone();
+        Ok(self
+            .datanode_records()?
+            .into_iter()
+            .map(|r| {
+                let id = r.info.id;
+                let (last_seen_ms, hb) = self.tier.last_seen(id);
+                let hb = hb.unwrap_or_default();
+                DatanodeStatus {
+                    id,
+                    addr: r.info.addr,
+                    zone: r.info.zone,
+                    state: r.state,
+                    up: self.tier.is_up(id),
+                    last_seen_ms,
+                    capacity_bytes: hb.capacity_bytes,
+                    used_bytes: hb.used_bytes,
+                    blocks: hb.blocks,
+                    placed_blocks: placed.get(&id).copied().unwrap_or(0),
+                }
+            })
+            .collect())
+    }
+
+    pub(crate) async fn decommission_datanode_impl(&self, id: NodeId) -> MetaResult<()> {
+        let cmd = Command::SetDatanodeState {
+            id,
+            state: DatanodeState::Decommissioning,
+        };
+        match self.write(cmd).await {
+            // Decommissioning a decommissioned node: already done.
+            Err(MetaError::InvalidRequest(_)) => Ok(()),
+            r => r.map(|_| ()),
+        }?;
+        self.tier.wake.notify_one();
+        Ok(())
+    }
+
+    pub(crate) async fn stray_blocks_impl(
+        &self,
+        node: NodeId,
+        ids: Vec<String>,
+    ) -> MetaResult<Vec<String>> {
+        self.linearizable().await?;
+        self.blocking(move |db| {
+            let blocks = cf(db, CF_BLOCKS);
+            let found = db.multi_get_cf(ids.iter().map(|id| (blocks, id.as_bytes())));
+            let mut out = Vec::new();
+            for (id, r) in ids.iter().zip(found) {
+                let stray = match r.map_err(|e| MetaError::Internal(format!("rocksdb: {e}")))? {
+                    None => true,
+                    Some(v) => {
+                        let rec = crate::apply::blocks::decode_record(id, &v)?;
+                        // Unknown placement (an old row): keep it.
+                        !rec.nodes.is_empty() && !rec.nodes.contains(&node)
+                    }
+                };
+                if stray {
+                    out.push(id.clone());
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// The current placement of each block of `data`, as repair left it
+    /// (the manifest holds the placement at write time).
+    pub(crate) fn refresh_placement(&self, data: &mut ObjectData) -> MetaResult<()> {
+        let ObjectData::Blocks(blocks) = data else {
+            return Ok(());
+        };
+        let handle = cf(&self.db, CF_BLOCKS);
+        let found = self
+            .db
+            .multi_get_cf(blocks.iter().map(|b| (handle, b.id.as_bytes())));
+        for (b, r) in blocks.iter_mut().zip(found) {
+            if let Some(v) = r.map_err(|e| MetaError::Internal(format!("rocksdb: {e}")))? {
+                let rec = crate::apply::blocks::decode_record(&b.id, &v)?;
+                if !rec.nodes.is_empty() {
+                    // Up nodes first, so readers do not wait on a dead one.
+                    let (mut up, down): (Vec<_>, Vec<_>) =
+                        rec.nodes.into_iter().partition(|n| self.tier.is_up(*n));
+                    up.extend(down);
+                    b.nodes = up;
+                }
+            }
+        }
+        Ok(())
+    }
+}
