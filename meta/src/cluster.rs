@@ -513,3 +513,39 @@ pub(crate) async fn leader_hint(
     }
     resp
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_parse_from_flags_env_and_toml_forms() {
+        let one = vec!["1=http://meta1:9002,2=http://meta2:9002/, 3=meta3:9002".to_string()];
+        let many = vec![
+            "1=http://meta1:9002".to_string(),
+            "2=http://meta2:9002/".to_string(),
+            "3=meta3:9002".to_string(),
+        ];
+        let want = BTreeMap::from([
+            (1, "meta1:9002".to_string()),
+            (2, "meta2:9002".to_string()),
+            (3, "meta3:9002".to_string()),
+        ]);
+        assert_eq!(parse_peers(&one).unwrap(), want);
+        assert_eq!(parse_peers(&many).unwrap(), want);
+    }
+
+    #[test]
+    fn bad_peers_are_refused() {
+        for bad in [
+            "meta1:9002",
+            "x=http://meta1:9002",
+            "1=https://meta1:9002",
+            "1=http://meta1",
+            "1=http://meta1:9002/path",
+            "1=http://a:1,1=http://b:2",
+        ] {
+            assert!(parse_peers(&[bad.to_string()]).is_err(), "{bad}");
+        }
+    }
+}

@@ -126,8 +126,9 @@ impl MetaNode {
         }
     }
 
-    fn is_leader(&self) -> bool {
-        let m = self.raft.metrics().borrow().clone();
+    pub(crate) fn is_leader(&self) -> bool {
+        let rx = self.raft.metrics();
+        let m = rx.borrow();
         m.state == openraft::ServerState::Leader && m.current_leader == Some(m.id)
     }
 
@@ -292,7 +293,12 @@ impl MetaNode {
                         break;
                     }
                     Err(e) => {
-                        tracing::warn!(block = %id, from = s, to = t, error = %e, "block copy failed")
+                        tracing::warn!(block = %id, from = s, to = t, error = %e, "block copy failed");
+                        // The source copy may be the bad one: check it (a
+                        // good one survives the check).
+                        if !matches!(e, BlockError::Unavailable(_)) {
+                            self.tier.suspect(id.clone(), *s, e.to_string());
+                        }
                     }
                 }
             }

@@ -94,7 +94,12 @@ impl Tier {
     pub(crate) fn note_leader(&self, is_leader: bool) {
         let mut since = self.leader_since.lock().expect("tier lock");
         match (is_leader, since.is_some()) {
-            (true, false) => *since = Some(Instant::now()),
+            // Heartbeats seen in an earlier term are stale: forget them, or
+            // a node would look down until its next heartbeat arrives.
+            (true, false) => {
+                *since = Some(Instant::now());
+                self.seen.lock().expect("tier lock").clear();
+            }
             (false, true) => *since = None,
             _ => {}
         }
@@ -131,7 +136,7 @@ impl Tier {
         }
     }
 
-    fn suspect(&self, block_id: String, node: NodeId, reason: String) {
+    pub(crate) fn suspect(&self, block_id: String, node: NodeId, reason: String) {
         let mut q = self.suspects.lock().expect("tier lock");
         if q.len() < MAX_SUSPECTS && !q.iter().any(|(b, n, _)| *b == block_id && *n == node) {
             q.push_back((block_id, node, reason));
@@ -187,6 +192,9 @@ impl MetaNode {
         if records.is_empty() {
             return Err(MetaError::Unavailable("no datanode is registered".into()));
         }
+        // A leader elected since the last repair round starts its grace
+        // period now, not when the loop next looks.
+        self.tier.note_leader(self.is_leader());
         let up = self.writable_nodes(&records);
         let desired = self.desired_copies(&records);
         let rf = self.cfg.replication_factor.max(1);
@@ -214,7 +222,8 @@ impl MetaNode {
     }
 
     pub(crate) async fn heartbeat_impl(&self, hb: DatanodeHeartbeat) -> MetaResult<()> {
-        // Liveness is the leader's view: followers send the node on.
+        // Liveness is the leader's view: a follower answers NotLeader and
+        // the datanode's client moves on to the leader.
         self.ensure_leader().await?;
         let known = self
             .db
@@ -234,6 +243,7 @@ impl MetaNode {
             };
             self.write(Command::RegisterDatanode { info }).await?;
         }
+        self.tier.note_leader(self.is_leader());
         self.tier.saw(hb.id, Some(hb));
         Ok(())
     }
@@ -254,6 +264,7 @@ impl MetaNode {
 
     pub(crate) async fn datanode_status_impl(&self) -> MetaResult<Vec<DatanodeStatus>> {
         self.ensure_leader().await?;
+        self.tier.note_leader(self.is_leader());
         let placed = self.tier.placed.lock().expect("tier lock").clone();
         Ok(self
             .datanode_records()?
