@@ -81,4 +81,7 @@ if ! out="$(docker build -q -t "$IMAGE" "$CTX" 2>&1)"; then
     echo "$out" >&2
     exit 1
 fi
+# The image this tag named before is now untagged: remove it (only
+# dangling godwit images; nothing else is touched).
+docker image prune -f --filter "label=org.opencontainers.image.title=godwit" >/dev/null
 docker run --rm "$IMAGE" --version
