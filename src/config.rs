@@ -610,7 +610,10 @@ pub struct Tier {
 
 impl TierArgs {
     fn resolve(self, f: &mut FileConfig) -> anyhow::Result<Tier> {
-        let rf = self.replication_factor.or(f.replication_factor).unwrap_or(1);
+        let rf = self
+            .replication_factor
+            .or(f.replication_factor)
+            .unwrap_or(1);
         anyhow::ensure!(rf >= 1, "--replication-factor must be at least 1");
         let quorum = self.write_quorum.or(f.write_quorum).unwrap_or(rf);
         anyhow::ensure!(

@@ -18,7 +18,12 @@ struct Reporter(OnceLock<Arc<dyn MetaApi>>);
 impl Reporter {
     fn report(&self, block_id: &str, node: NodeId, reason: &str) {
         let Some(meta) = self.0.get().cloned() else {
-            tracing::warn!(block = block_id, node, reason, "bad block copy (no meta link to report it)");
+            tracing::warn!(
+                block = block_id,
+                node,
+                reason,
+                "bad block copy (no meta link to report it)"
+            );
             return;
         };
         let (block_id, reason) = (block_id.to_string(), reason.to_string());

@@ -56,6 +56,11 @@ pub trait BlockRouter: Send + Sync + 'static {
     /// it): tell meta so it checks and repairs the copy. Must not block;
     /// the default (routers without a meta link) only logs.
     fn report_bad_replica(&self, block_id: &str, node: NodeId, reason: &str) {
-        tracing::warn!(block = block_id, node, reason, "bad block replica (not reported: no meta link)");
+        tracing::warn!(
+            block = block_id,
+            node,
+            reason,
+            "bad block replica (not reported: no meta link)"
+        );
     }
 }

@@ -192,7 +192,9 @@ impl<'a> BlockSink<'a> {
             let Some(store) = self.target.router.node(*node) else {
                 let node = *node;
                 tasks.push(tokio::spawn(async move {
-                    Err(BlockError::Unavailable(format!("datanode {node} is unknown")))
+                    Err(BlockError::Unavailable(format!(
+                        "datanode {node} is unknown"
+                    )))
                 }));
                 senders.push(None);
                 continue;

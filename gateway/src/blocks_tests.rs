@@ -296,7 +296,10 @@ async fn reads_fail_over_to_the_next_replica_midway() {
     let router = Arc::new(nodes([(1, Arc::new(broken)), (2, good.0[&2].clone())]));
     let dyn_router: Arc<dyn BlockRouter> = router.clone();
     let obj = as_read(w.data, 30);
-    assert_eq!(read_all(dyn_router.clone(), &obj, 0, 30).await.unwrap(), data);
+    assert_eq!(
+        read_all(dyn_router.clone(), &obj, 0, 30).await.unwrap(),
+        data
+    );
     assert_eq!(
         read_all(dyn_router, &obj, 5, 17).await.unwrap(),
         data[5..17].to_vec()

@@ -395,7 +395,12 @@ impl MetaApi for MetaNode {
         self.heartbeat_impl(hb).await
     }
 
-    async fn report_bad_replica(&self, block_id: &str, node: NodeId, reason: &str) -> MetaResult<()> {
+    async fn report_bad_replica(
+        &self,
+        block_id: &str,
+        node: NodeId,
+        reason: &str,
+    ) -> MetaResult<()> {
         self.report_bad_replica_impl(block_id, node, reason).await
     }
 

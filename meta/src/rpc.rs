@@ -185,8 +185,7 @@ async fn meta_call(
             &r.reason
         )),
         "datanode_status" => rpc!(body, wire::Empty, |_r| n.datanode_status()),
-        "decommission_datanode" => rpc!(body, wire::DatanodeId, |r| n
-            .decommission_datanode(r.id)),
+        "decommission_datanode" => rpc!(body, wire::DatanodeId, |r| n.decommission_datanode(r.id)),
         "stray_blocks" => rpc!(body, wire::StrayBlocks, |r| n.stray_blocks(r.node, r.ids)),
         "status" => rpc!(body, wire::Empty, |_r| n.status()),
         "put_bucket_replication" => rpc!(body, wire::PutBucketReplication, |r| n

@@ -134,7 +134,9 @@ async fn remove_drained(meta: &dyn MetaApi, closing: &[RuleRef], pending: &HashM
             rule_id: rule.1.clone(),
         };
         match meta.edit_replication_rule(&rule.0, edit).await {
-            Ok(_) => tracing::info!(bucket = %rule.0, rule = %rule.1, "closed replication rule removed"),
+            Ok(_) => {
+                tracing::info!(bucket = %rule.0, rule = %rule.1, "closed replication rule removed")
+            }
             // Removed meanwhile (another worker, or the bucket went).
             Err(MetaError::NoSuchReplicationRule(_))
             | Err(MetaError::ReplicationConfigurationNotFound)

@@ -17,10 +17,12 @@ SMALL_DUR=${SMALL_DUR:-15s}
 BIG_COUNT=${BIG_COUNT:-24}
 BIG_CONC=${BIG_CONC:-4}
 ROUNDS=${ROUNDS:-2}
+# The object sizes to load (either or both).
+SIZES=${SIZES:-"4KiB 64MiB"}
 HZ=$(getconf CLK_TCK)
 TSV=$OUT/oss-dialect.tsv
 
-for size in 64MiB 4KiB; do
+for size in $SIZES; do
   log "+ godwit bench checksums --size $size"
   "$GODWIT" bench checksums --size "$size" --duration 2s --json >"$OUT/checksums-$size.json"
   jq -r --arg s "$size" '.rates[] | "checksums \($s): \(.algorithm) (\(.crate_name)) \(.gb_per_sec * 100 | round / 100) GB/s"' \
@@ -63,32 +65,42 @@ rotate() {
   echo "${a[@]:k}" "${a[@]:0:k}"
 }
 
+wants() { [[ " $SIZES " == *" $1 "* ]]; }
+
 # The GET key spaces, written once (AWS-signed; every write stores the
 # CRC-64 whichever dialect wrote it).
-"$GODWIT" bench --endpoint "$E" --no-progress --op put --size 4KiB --concurrency 16 \
-  --count 1000 --objects 1000 --prefix small/ >/dev/null
-"$GODWIT" bench --endpoint "$E" --no-progress --op put --size 64MiB --concurrency "$BIG_CONC" \
-  --count 8 --objects 8 --prefix big/ >/dev/null
+if wants 4KiB; then
+  "$GODWIT" bench --endpoint "$E" --no-progress --op put --size 4KiB --concurrency 16 \
+    --count 1000 --objects 1000 --prefix small/ >/dev/null
+fi
+if wants 64MiB; then
+  "$GODWIT" bench --endpoint "$E" --no-progress --op put --size 64MiB --concurrency "$BIG_CONC" \
+    --count 8 --objects 8 --prefix big/ >/dev/null
+fi
 
 PUT_SIGNERS=(aws-v4:none aws-v4:crc32c oss-v1:none oss-v4:none)
 GET_SIGNERS=(aws-v4 oss-v1 oss-v4)
 for round in $(seq "$ROUNDS"); do
-  for sc in $(rotate "$round" "${PUT_SIGNERS[@]}"); do
-    measure "$round" 4KiB "${sc%%:*}" "${sc##*:}" --op put --concurrency 16 --duration "$SMALL_DUR" \
-      --prefix "put-$round-${sc/:/-}/"
-  done
-  for signer in $(rotate "$round" "${GET_SIGNERS[@]}"); do
-    measure "$round" 4KiB "$signer" none --op get --concurrency 16 --duration "$SMALL_DUR" \
-      --objects 1000 --no-prepare --prefix small/
-  done
-  for sc in $(rotate "$round" "${PUT_SIGNERS[@]}"); do
-    measure "$round" 64MiB "${sc%%:*}" "${sc##*:}" --op put --concurrency "$BIG_CONC" --count "$BIG_COUNT" \
-      --objects 8 --prefix big/
-  done
-  for signer in $(rotate "$round" "${GET_SIGNERS[@]}"); do
-    measure "$round" 64MiB "$signer" none --op get --concurrency "$BIG_CONC" --count "$BIG_COUNT" \
-      --objects 8 --no-prepare --prefix big/
-  done
+  if wants 4KiB; then
+    for sc in $(rotate "$round" "${PUT_SIGNERS[@]}"); do
+      measure "$round" 4KiB "${sc%%:*}" "${sc##*:}" --op put --concurrency 16 --duration "$SMALL_DUR" \
+        --prefix "put-$round-${sc/:/-}/"
+    done
+    for signer in $(rotate "$round" "${GET_SIGNERS[@]}"); do
+      measure "$round" 4KiB "$signer" none --op get --concurrency 16 --duration "$SMALL_DUR" \
+        --objects 1000 --no-prepare --prefix small/
+    done
+  fi
+  if wants 64MiB; then
+    for sc in $(rotate "$round" "${PUT_SIGNERS[@]}"); do
+      measure "$round" 64MiB "${sc%%:*}" "${sc##*:}" --op put --concurrency "$BIG_CONC" \
+        --count "$BIG_COUNT" --objects 8 --prefix big/
+    done
+    for signer in $(rotate "$round" "${GET_SIGNERS[@]}"); do
+      measure "$round" 64MiB "$signer" none --op get --concurrency "$BIG_CONC" --count "$BIG_COUNT" \
+        --objects 8 --no-prepare --prefix big/
+    done
+  fi
 done
 
 log "rows: $TSV"

@@ -224,7 +224,11 @@ fn opt(v: Option<u64>) -> String {
 }
 
 /// `godwit admin cluster ...`.
-pub(crate) async fn run(client: &AdminClient, cmd: &ClusterCommand, json: bool) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    client: &AdminClient,
+    cmd: &ClusterCommand,
+    json: bool,
+) -> anyhow::Result<()> {
     match cmd {
         ClusterCommand::Status => {
             let st: ClusterStatus = client

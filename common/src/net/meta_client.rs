@@ -614,7 +614,12 @@ impl MetaApi for MetaClient {
         self.call("heartbeat", &hb).await
     }
 
-    async fn report_bad_replica(&self, block_id: &str, node: NodeId, reason: &str) -> MetaResult<()> {
+    async fn report_bad_replica(
+        &self,
+        block_id: &str,
+        node: NodeId,
+        reason: &str,
+    ) -> MetaResult<()> {
         let req = wire::BadReplica {
             block_id: block_id.into(),
             node,

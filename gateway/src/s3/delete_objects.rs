@@ -74,7 +74,11 @@ pub async fn delete_objects(ctx: &Ctx, body: Body) -> ApiResult {
         }
     }
     if ctx.dialect.is_oss() {
-        return Ok(crate::oss::ops::delete_result(ctx, doc.deleted, doc.errors)?);
+        return Ok(crate::oss::ops::delete_result(
+            ctx,
+            doc.deleted,
+            doc.errors,
+        )?);
     }
     Ok(xml_response(StatusCode::OK, render("DeleteResult", &doc)?))
 }

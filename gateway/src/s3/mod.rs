@@ -156,9 +156,7 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         PutBucketReplication => replication::put_bucket_replication(&ctx, body).await,
         DeleteBucketReplication => replication::delete_bucket_replication(&ctx).await,
         OssPutBucketReplication => oss_replication::put_bucket_replication(&ctx, body).await,
-        OssDeleteBucketReplication => {
-            oss_replication::delete_bucket_replication(&ctx, body).await
-        }
+        OssDeleteBucketReplication => oss_replication::delete_bucket_replication(&ctx, body).await,
         GetBucketReplicationLocation => {
             oss_replication::get_bucket_replication_location(&ctx).await
         }

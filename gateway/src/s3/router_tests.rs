@@ -102,10 +102,25 @@ fn implemented_endpoints() {
         ("PUT", "/b?replication", false, PutBucketReplication),
         ("DELETE", "/b?replication", false, DeleteBucketReplication),
         // OSS sends its sub-resources with empty values.
-        ("POST", "/b?replication=&comp=add", false, OssPutBucketReplication),
-        ("POST", "/b?replication=&comp=delete", false, OssDeleteBucketReplication),
+        (
+            "POST",
+            "/b?replication=&comp=add",
+            false,
+            OssPutBucketReplication,
+        ),
+        (
+            "POST",
+            "/b?replication=&comp=delete",
+            false,
+            OssDeleteBucketReplication,
+        ),
         ("GET", "/b?replication=", false, GetBucketReplication),
-        ("GET", "/b?replicationLocation=", false, GetBucketReplicationLocation),
+        (
+            "GET",
+            "/b?replicationLocation=",
+            false,
+            GetBucketReplicationLocation,
+        ),
         (
             "GET",
             "/b?replicationProgress=&rule-id=r1",
@@ -303,7 +318,14 @@ fn oss_data_path_endpoints() {
     // OSS names the copy source x-oss-copy-source.
     let mut headers = HeaderMap::new();
     headers.insert("x-oss-copy-source", "/src/key".parse().unwrap());
-    let ep = parse(&Method::PUT, Some("b"), Some("k"), &Query::default(), &headers).unwrap();
+    let ep = parse(
+        &Method::PUT,
+        Some("b"),
+        Some("k"),
+        &Query::default(),
+        &headers,
+    )
+    .unwrap();
     assert_eq!(ep, CopyObject);
     let q = Query::parse(Some("partNumber=1&uploadId=u"));
     let ep = parse(&Method::PUT, Some("b"), Some("k"), &q, &headers).unwrap();

@@ -170,7 +170,10 @@ impl RemoteClient {
             )
             .await?;
         let resp = check(op, resp).await?;
-        let body = resp.text().await.map_err(|e| RemoteError::transport(op, e))?;
+        let body = resp
+            .text()
+            .await
+            .map_err(|e| RemoteError::transport(op, e))?;
         Ok(xml::versioning_status(&body))
     }
 
