@@ -1,6 +1,7 @@
 //! A region's meta as a 3-node Raft group of `godwit meta` processes
-//! (`--peers`), with a datanode and gateways as child processes: losing the
-//! leader loses no acknowledged write, a stopped old leader serves nothing
+//! (`--peers`), with datanodes and gateways as child processes: losing the
+//! leader of a region laid out as deployed (3 meta nodes, 3 datanodes,
+//! replication factor 3) loses no acknowledged write, a stopped old leader serves nothing
 //! stale, and `godwit admin cluster` adds and removes members.
 
 mod support;
@@ -38,6 +39,8 @@ struct MetaSpec {
     port: u16,
     admin: u16,
     dir: PathBuf,
+    /// Extra flags, e.g. `--replication-factor 3`.
+    extra: Vec<&'static str>,
 }
 
 impl MetaSpec {
@@ -59,14 +62,25 @@ impl MetaSpec {
             Some(p) => args.extend(["--peers", p]),
             None => args.extend(["--bootstrap", "false"]),
         }
+        args.extend(self.extra.iter().copied());
         Proc::spawn(log, &args, &ENVS, logs)
     }
 }
 
 fn spawn_datanode(dir: &Path, port: u16, admin: u16, endpoints: &str) -> Proc {
-    let data = dir.join("dn");
+    spawn_datanode_n(dir, 1, port, admin, endpoints)
+}
+
+/// Datanode number `n` (its node id), data under `dn` (n = 1) or `dn<n>`.
+fn spawn_datanode_n(dir: &Path, n: u32, port: u16, admin: u16, endpoints: &str) -> Proc {
+    let data = if n == 1 {
+        dir.join("dn")
+    } else {
+        dir.join(format!("dn{n}"))
+    };
+    let id = n.to_string();
     Proc::spawn(
-        "datanode",
+        &format!("datanode{n}"),
         &[
             "datanode",
             "--data-dir",
@@ -76,7 +90,7 @@ fn spawn_datanode(dir: &Path, port: u16, admin: u16, endpoints: &str) -> Proc {
             "--admin-listen",
             &addr(admin),
             "--node-id",
-            "1",
+            &id,
             "--meta-endpoints",
             endpoints,
         ],
@@ -167,12 +181,17 @@ struct Group {
 }
 
 fn group(dir: &Path, ports: &[u16]) -> Group {
+    group_with(dir, ports, &[])
+}
+
+fn group_with(dir: &Path, ports: &[u16], extra: &[&'static str]) -> Group {
     let specs: Vec<MetaSpec> = (0..3)
         .map(|i| MetaSpec {
             id: i as u64 + 1,
             port: ports[2 * i],
             admin: ports[2 * i + 1],
             dir: dir.join(format!("meta{}", i + 1)),
+            extra: extra.to_vec(),
         })
         .collect();
     let peers = specs
@@ -192,23 +211,37 @@ fn group(dir: &Path, ports: &[u16]) -> Group {
     }
 }
 
+/// Mostly inline-sized bodies; every fifth one is above the 4 KiB inline
+/// threshold, so it goes to the datanodes as a block.
 fn body_of(writer: usize, i: usize) -> Vec<u8> {
-    pattern(100 + (i * 37) % 900, (writer as u64) << 32 | i as u64)
+    let len = if i % 5 == 4 {
+        6000 + (i * 37) % 4000
+    } else {
+        100 + (i * 37) % 900
+    };
+    pattern(len, (writer as u64) << 32 | i as u64)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killing_the_leader_loses_no_acknowledged_put() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let ports = free_ports::<10>();
-    let g = group(d, &ports);
+    // The region as deployed: 3 meta nodes, 3 datanodes, each block on all three.
+    let ports = free_ports::<14>();
+    let g = group_with(d, &ports, &["--replication-factor", "3"]);
     let [dn, dn_admin, s3_port, gw_admin] = [ports[6], ports[7], ports[8], ports[9]];
+    let [dn2, dn2_admin, dn3, dn3_admin] = [ports[10], ports[11], ports[12], ports[13]];
     let mut metas: Vec<Option<Proc>> = g
         .specs
         .iter()
         .map(|s| Some(s.spawn(&format!("meta{}", s.id), Some(&g.peers), d)))
         .collect();
     let mut datanode = spawn_datanode(d, dn, dn_admin, &g.endpoints);
+    let mut datanode2 = spawn_datanode_n(d, 2, dn2, dn2_admin, &g.endpoints);
+    let mut datanode3 = spawn_datanode_n(d, 3, dn3, dn3_admin, &g.endpoints);
+    for admin in [dn_admin, dn2_admin, dn3_admin] {
+        wait_healthy(&url(admin), HEALTHY).await;
+    }
     let mut gateway = spawn_gateway(d, "gateway", s3_port, gw_admin, &g.endpoints);
     for s in &g.specs {
         wait_healthy(&url(s.admin), HEALTHY).await;
@@ -345,7 +378,7 @@ async fn killing_the_leader_loses_no_acknowledged_put() {
     drop(only);
 
     // Everything restarts: the state is intact.
-    for p in [&mut gateway, &mut datanode] {
+    for p in [&mut gateway, &mut datanode, &mut datanode2, &mut datanode3] {
         assert!(
             p.terminate(Duration::from_secs(15)).is_some(),
             "{} stops",
@@ -360,13 +393,15 @@ async fn killing_the_leader_loses_no_acknowledged_put() {
         );
     }
     drop(metas);
-    drop((gateway, datanode));
+    drop((gateway, datanode, datanode2, datanode3));
     let _metas: Vec<Proc> = g
         .specs
         .iter()
         .map(|s| s.spawn(&format!("meta{}-again", s.id), Some(&g.peers), d))
         .collect();
     let _datanode = spawn_datanode(d, dn, dn_admin, &g.endpoints);
+    let _datanode2 = spawn_datanode_n(d, 2, dn2, dn2_admin, &g.endpoints);
+    let _datanode3 = spawn_datanode_n(d, 3, dn3, dn3_admin, &g.endpoints);
     let _gateway = spawn_gateway(d, "gateway-again", s3_port, gw_admin, &g.endpoints);
     for s in &g.specs {
         wait_healthy(&url(s.admin), HEALTHY).await;
@@ -565,6 +600,7 @@ async fn admin_cluster_adds_and_removes_meta_nodes() {
         port: ports[10],
         admin: ports[11],
         dir: d.join("meta4"),
+        extra: Vec::new(),
     };
     let _meta4 = four.spawn("meta4", None, d);
     let (ok, out) = admin_cli(
@@ -635,6 +671,7 @@ async fn admin_cluster_adds_and_removes_meta_nodes() {
         port: ports[14],
         admin: ports[15],
         dir: d.join("meta9"),
+        extra: Vec::new(),
     };
     let _meta9 = lone.spawn("meta9", None, d);
     let st = wait_status(lone.admin, "an empty node answers", |_| true).await;
