@@ -1,4 +1,5 @@
-//! The S3 gateway: an axum app that speaks the S3 REST API (path-style),
+//! The S3 gateway: an axum app that speaks the S3 REST API and Alibaba's
+//! OSS dialect (`dialect`, `oss`), path-style or virtual-hosted (`vhost`),
 //! authenticates every request (`auth`), streams bodies (`body`, `blocks`)
 //! to datanodes and commits metadata through `MetaApi`.
 //!
