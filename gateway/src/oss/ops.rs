@@ -6,16 +6,17 @@
 
 use axum::response::Response;
 use godwit_common::types::{
-    ListObjectsQuery, ListUploadsQuery, ListVersionsQuery, ObjectVersion, PartRecord,
-    VersioningState,
+    ListObjectsQuery, ListUploadsQuery, ObjectVersion, PartRecord, VersioningState,
 };
 use http::{HeaderMap, StatusCode};
 
 use super::xml::*;
 use crate::error::S3Error;
 use crate::s3::list::{
-    decode_token, encode_token, fetch, non_empty, parse_encoding, parse_max, Enc,
+    encode_token, fetch_v1, non_empty, parse_encoding, Enc, Listing, V1Listing, V2Query,
+    VersionsQuery,
 };
+use crate::s3::multipart::{fetch_uploads, PartsQuery, UploadsListing};
 use crate::s3::{set_header, xml_response, ApiResult, Ctx};
 use crate::xml::requests::{CompleteMultipartUpload, CompletePart};
 use crate::xml::{quote_etag, render};
@@ -327,31 +328,20 @@ fn entry(v: &ObjectVersion, enc: &Enc, owner: bool) -> ObjectEntry {
     }
 }
 
-fn prefixes(enc: &Enc, list: &[String]) -> Vec<CommonPrefix> {
-    list.iter()
-        .map(|p| CommonPrefix { prefix: enc.s(p) })
-        .collect()
-}
-
 /// ListObjects (v1) as oss2's `ObjectIterator` pages it: `marker` /
 /// `NextMarker`, keys url-encoded when `encoding-type=url` (oss2 always
 /// asks for it).
 pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
-    let q = &ctx.query;
-    let max_keys = parse_max(q, "max-keys")?;
-    let enc = Enc(parse_encoding(q)?);
-    let prefix = q.get("prefix").unwrap_or_default();
-    let delimiter = non_empty(q.get("delimiter"));
-    let marker = non_empty(q.get("marker"));
-    let page = fetch(ctx, prefix, delimiter.clone(), marker.clone(), max_keys).await?;
+    let V1Listing { list, marker, page } = fetch_v1(ctx).await?;
+    let enc = list.enc;
     Ok(doc(
         "ListBucketResult",
         &ListBucketResult {
             name: ctx.bucket().to_string(),
-            prefix: enc.s(prefix),
+            prefix: enc.s(&list.prefix),
             marker: Some(enc.s(marker.as_deref().unwrap_or_default())),
-            max_keys,
-            delimiter: enc.s(delimiter.as_deref().unwrap_or_default()),
+            max_keys: list.max,
+            delimiter: enc.s(list.delimiter.as_deref().unwrap_or_default()),
             encoding_type: enc.name(),
             is_truncated: page.is_truncated,
             next_marker: page
@@ -359,7 +349,7 @@ pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
                 .then(|| enc.opt(page.next_marker.as_deref()))
                 .flatten(),
             contents: page.objects.iter().map(|v| entry(v, &enc, true)).collect(),
-            common_prefixes: prefixes(&enc, &page.common_prefixes),
+            common_prefixes: enc.prefixes(&page.common_prefixes),
             ..Default::default()
         },
     )?)
@@ -367,36 +357,32 @@ pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
 
 /// ListObjectsV2 (`list-type=2`), as the v2 SDK's paginator calls it.
 pub async fn list_objects_v2(ctx: &Ctx) -> ApiResult {
-    let q = &ctx.query;
-    let max_keys = parse_max(q, "max-keys")?;
-    let enc = Enc(parse_encoding(q)?);
-    let prefix = q.get("prefix").unwrap_or_default();
-    let delimiter = non_empty(q.get("delimiter"));
-    let token = non_empty(q.get("continuation-token"));
-    let start_after = non_empty(q.get("start-after"));
-    let fetch_owner = q
-        .get("fetch-owner")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    let from = match &token {
-        Some(t) => Some(decode_token(t)?),
-        None => start_after.clone(),
-    };
-    let page = fetch(ctx, prefix, delimiter.clone(), from, max_keys).await?;
+    let mut q = V2Query::parse(&ctx.query)?;
+    // OSS treats an empty continuation-token as absent.
+    q.token = non_empty(q.token.as_deref());
+    let page = q.fetch(ctx).await?;
+    let V2Query {
+        list,
+        token,
+        start_after,
+        fetch_owner,
+    } = q;
+    let enc = list.enc;
     let contents: Vec<ObjectEntry> = page
         .objects
         .iter()
         .map(|v| entry(v, &enc, fetch_owner))
         .collect();
-    let common_prefixes = prefixes(&enc, &page.common_prefixes);
+    let common_prefixes = enc.prefixes(&page.common_prefixes);
     Ok(doc(
         "ListBucketResult",
         &ListBucketResult {
             name: ctx.bucket().to_string(),
-            prefix: enc.s(prefix),
+            prefix: enc.s(&list.prefix),
             continuation_token: token,
             start_after: enc.opt(start_after.as_deref()),
-            max_keys,
-            delimiter: enc.s(delimiter.as_deref().unwrap_or_default()),
+            max_keys: list.max,
+            delimiter: enc.s(list.delimiter.as_deref().unwrap_or_default()),
             encoding_type: enc.name(),
             is_truncated: page.is_truncated,
             next_continuation_token: page
@@ -412,36 +398,21 @@ pub async fn list_objects_v2(ctx: &Ctx) -> ApiResult {
 }
 
 pub async fn list_versions(ctx: &Ctx) -> ApiResult {
-    let q = &ctx.query;
-    let max_keys = parse_max(q, "max-keys")?;
-    let enc = Enc(parse_encoding(q)?);
-    let prefix = q.get("prefix").unwrap_or_default();
-    let delimiter = non_empty(q.get("delimiter"));
-    let key_marker = non_empty(q.get("key-marker"));
-    let version_id_marker = non_empty(q.get("version-id-marker"));
-    let page = if max_keys == 0 {
-        ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-        Default::default()
-    } else {
-        ctx.gw
-            .meta
-            .list_versions(ListVersionsQuery {
-                bucket: ctx.bucket().to_string(),
-                prefix: prefix.to_string(),
-                delimiter: delimiter.clone(),
-                key_marker: key_marker.clone(),
-                version_id_marker: version_id_marker.clone(),
-                max_keys,
-            })
-            .await?
-    };
+    let q = VersionsQuery::parse(&ctx.query)?;
+    let page = q.fetch(ctx).await?;
+    let VersionsQuery {
+        list,
+        key_marker,
+        version_id_marker,
+    } = q;
+    let enc = list.enc;
     let (markers, versions): (Vec<_>, Vec<_>) =
         page.versions.iter().partition(|v| v.is_delete_marker);
     Ok(doc(
         "ListVersionsResult",
         &ListVersionsResult {
             name: ctx.bucket().to_string(),
-            prefix: enc.s(prefix),
+            prefix: enc.s(&list.prefix),
             key_marker: enc.s(key_marker.as_deref().unwrap_or_default()),
             version_id_marker: version_id_marker.unwrap_or_default(),
             next_key_marker: page
@@ -452,8 +423,8 @@ pub async fn list_versions(ctx: &Ctx) -> ApiResult {
                 .is_truncated
                 .then_some(page.next_version_id_marker.clone())
                 .flatten(),
-            max_keys,
-            delimiter: enc.s(delimiter.as_deref().unwrap_or_default()),
+            max_keys: list.max,
+            delimiter: enc.s(list.delimiter.as_deref().unwrap_or_default()),
             encoding_type: enc.name(),
             is_truncated: page.is_truncated,
             versions: versions
@@ -480,35 +451,16 @@ pub async fn list_versions(ctx: &Ctx) -> ApiResult {
                     owner: Owner::new(&v.owner),
                 })
                 .collect(),
-            common_prefixes: prefixes(&enc, &page.common_prefixes),
+            common_prefixes: enc.prefixes(&page.common_prefixes),
         },
     )?)
 }
 
 pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> ApiResult {
-    let max_parts = parse_max(&ctx.query, "max-parts")?;
-    let marker = match ctx.query.get("part-number-marker") {
-        None | Some("") => 0,
-        Some(raw) => raw.trim().parse::<u32>().map_err(|_| {
-            S3Error::InvalidArgument(
-                "Provided part-number-marker not an integer or within integer range".into(),
-            )
-        })?,
-    };
+    let q = PartsQuery::parse(&ctx.query)?;
     let enc = Enc(parse_encoding(&ctx.query)?);
-    let upload = ctx
-        .gw
-        .meta
-        .get_upload(ctx.bucket(), ctx.key(), upload_id)
-        .await?;
-    let page = if max_parts == 0 {
-        Default::default()
-    } else {
-        ctx.gw
-            .meta
-            .list_parts(ctx.bucket(), ctx.key(), upload_id, marker, max_parts)
-            .await?
-    };
+    let (upload, page) = q.fetch(ctx, upload_id).await?;
+    let PartsQuery { max_parts, marker } = q;
     let last = page.parts.last().map(|p| p.number).unwrap_or(marker);
     let next = if page.is_truncated {
         page.next_part_number_marker.unwrap_or(last)
@@ -573,29 +525,18 @@ pub fn delete_result(
 }
 
 pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
-    let q = &ctx.query;
-    let max_uploads = parse_max(q, "max-uploads")?;
-    let enc = Enc(parse_encoding(q)?);
-    let prefix = q.get("prefix").unwrap_or_default().to_string();
-    let delimiter = non_empty(q.get("delimiter"));
-    let key_marker = non_empty(q.get("key-marker"));
-    let upload_id_marker = non_empty(q.get("upload-id-marker"));
-    let page = if max_uploads == 0 {
-        ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-        Default::default()
-    } else {
-        ctx.gw
-            .meta
-            .list_uploads(ListUploadsQuery {
-                bucket: ctx.bucket().to_string(),
-                prefix: prefix.clone(),
-                delimiter: delimiter.clone(),
-                key_marker: key_marker.clone(),
-                upload_id_marker: upload_id_marker.clone(),
-                max_uploads,
-            })
-            .await?
-    };
+    let UploadsListing {
+        list,
+        key_marker,
+        upload_id_marker,
+        page,
+    } = fetch_uploads(ctx).await?;
+    let Listing {
+        max: max_uploads,
+        enc,
+        prefix,
+        delimiter,
+    } = list;
     let (next_key, next_id) = if page.is_truncated {
         (
             enc.s(page.next_key_marker.as_deref().unwrap_or_default()),
@@ -627,7 +568,7 @@ pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
                     initiated: iso8601_s(u.initiated_ms),
                 })
                 .collect(),
-            common_prefixes: prefixes(&enc, &page.common_prefixes),
+            common_prefixes: enc.prefixes(&page.common_prefixes),
         },
     )?)
 }

@@ -9,6 +9,9 @@
 
 use serde::Serialize;
 
+/// Elements with the same shape in both dialects.
+pub use crate::xml::responses::{CommonPrefix, DeleteMarkerEntry, Owner};
+
 /// OSS's storage class name for what Godwit stores.
 pub const STANDARD: &str = "Standard";
 
@@ -30,23 +33,6 @@ pub fn location(region: &str) -> String {
         region.to_string()
     } else {
         format!("oss-{region}")
-    }
-}
-
-#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
-pub struct Owner {
-    #[serde(rename = "ID")]
-    pub id: String,
-    #[serde(rename = "DisplayName")]
-    pub display_name: String,
-}
-
-impl Owner {
-    pub fn new(id: &str) -> Self {
-        Owner {
-            id: id.to_string(),
-            display_name: id.to_string(),
-        }
     }
 }
 
@@ -224,12 +210,6 @@ pub struct ObjectEntry {
     pub owner: Option<Owner>,
 }
 
-#[derive(Serialize, Debug, PartialEq, Eq)]
-pub struct CommonPrefix {
-    #[serde(rename = "Prefix")]
-    pub prefix: String,
-}
-
 /// ListObjectVersions (`GET /bucket?versions`). oss2 requires
 /// `Delimiter`, `KeyMarker`, `VersionIdMarker` and each version's `Type`.
 #[derive(Serialize, Debug, Default)]
@@ -283,20 +263,6 @@ pub struct VersionEntry {
     pub size: u64,
     #[serde(rename = "StorageClass")]
     pub storage_class: &'static str,
-    #[serde(rename = "Owner")]
-    pub owner: Owner,
-}
-
-#[derive(Serialize, Debug)]
-pub struct DeleteMarkerEntry {
-    #[serde(rename = "Key")]
-    pub key: String,
-    #[serde(rename = "VersionId")]
-    pub version_id: String,
-    #[serde(rename = "IsLatest")]
-    pub is_latest: bool,
-    #[serde(rename = "LastModified")]
-    pub last_modified: String,
     #[serde(rename = "Owner")]
     pub owner: Owner,
 }

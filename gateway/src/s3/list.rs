@@ -136,31 +136,131 @@ pub(crate) async fn fetch(
     Ok(ctx.gw.meta.list_objects(q).await?)
 }
 
+/// What every listing reads from its query: the page size (`max-keys`,
+/// `max-uploads`), `encoding-type`, `prefix` and `delimiter`.
+pub(crate) struct Listing {
+    pub max: usize,
+    pub enc: Enc,
+    pub prefix: String,
+    pub delimiter: Option<String>,
+}
+
+impl Listing {
+    pub(crate) fn parse(q: &Query, max_name: &str) -> Result<Self, S3Error> {
+        Ok(Listing {
+            max: parse_max(q, max_name)?,
+            enc: Enc(parse_encoding(q)?),
+            prefix: q.get("prefix").unwrap_or_default().to_string(),
+            delimiter: non_empty(q.get("delimiter")),
+        })
+    }
+}
+
+/// A ListObjects (v1) request and its page, shared by the S3 and OSS
+/// renderings.
+pub(crate) struct V1Listing {
+    pub list: Listing,
+    pub marker: Option<String>,
+    pub page: ListObjectsPage,
+}
+
+pub(crate) async fn fetch_v1(ctx: &Ctx) -> Result<V1Listing, S3Error> {
+    let list = Listing::parse(&ctx.query, "max-keys")?;
+    let marker = non_empty(ctx.query.get("marker"));
+    let page = fetch(
+        ctx,
+        &list.prefix,
+        list.delimiter.clone(),
+        marker.clone(),
+        list.max,
+    )
+    .await?;
+    Ok(V1Listing { list, marker, page })
+}
+
+/// A ListObjectsV2 request as parsed, before its page is fetched.
+/// `token` is the `continuation-token` as sent (S3 echoes an empty one;
+/// OSS drops it before fetching).
+pub(crate) struct V2Query {
+    pub list: Listing,
+    pub token: Option<String>,
+    pub start_after: Option<String>,
+    pub fetch_owner: bool,
+}
+
+impl V2Query {
+    pub(crate) fn parse(q: &Query) -> Result<Self, S3Error> {
+        Ok(V2Query {
+            list: Listing::parse(q, "max-keys")?,
+            token: q.get("continuation-token").map(str::to_string),
+            start_after: non_empty(q.get("start-after")),
+            fetch_owner: q
+                .get("fetch-owner")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+        })
+    }
+
+    /// The page after the continuation token, else after `start-after`.
+    pub(crate) async fn fetch(&self, ctx: &Ctx) -> Result<ListObjectsPage, S3Error> {
+        let from = match &self.token {
+            Some(t) => Some(decode_token(t)?),
+            None => self.start_after.clone(),
+        };
+        let list = &self.list;
+        fetch(ctx, &list.prefix, list.delimiter.clone(), from, list.max).await
+    }
+}
+
+/// A ListObjectVersions request as parsed, before its page is fetched.
+pub(crate) struct VersionsQuery {
+    pub list: Listing,
+    pub key_marker: Option<String>,
+    pub version_id_marker: Option<String>,
+}
+
+impl VersionsQuery {
+    pub(crate) fn parse(q: &Query) -> Result<Self, S3Error> {
+        Ok(VersionsQuery {
+            list: Listing::parse(q, "max-keys")?,
+            key_marker: non_empty(q.get("key-marker")),
+            version_id_marker: non_empty(q.get("version-id-marker")),
+        })
+    }
+
+    pub(crate) async fn fetch(&self, ctx: &Ctx) -> Result<ListVersionsPage, S3Error> {
+        let list = &self.list;
+        if list.max == 0 {
+            ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+            return Ok(ListVersionsPage::default());
+        }
+        Ok(ctx
+            .gw
+            .meta
+            .list_versions(ListVersionsQuery {
+                bucket: ctx.bucket().to_string(),
+                prefix: list.prefix.clone(),
+                delimiter: list.delimiter.clone(),
+                key_marker: self.key_marker.clone(),
+                version_id_marker: self.version_id_marker.clone(),
+                max_keys: list.max,
+            })
+            .await?)
+    }
+}
+
 pub async fn list_objects_v2(ctx: &Ctx) -> ApiResult {
-    let q = &ctx.query;
-    let max_keys = parse_max(q, "max-keys")?;
-    let enc = Enc(parse_encoding(q)?);
-    let prefix = q.get("prefix").unwrap_or_default();
-    let delimiter = non_empty(q.get("delimiter"));
-    let token = q.get("continuation-token");
-    let start_after = non_empty(q.get("start-after"));
-    let fetch_owner = q
-        .get("fetch-owner")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    let from = match token {
-        Some(t) => Some(decode_token(t)?),
-        None => start_after.clone(),
-    };
-    let page = fetch(ctx, prefix, delimiter.clone(), from, max_keys).await?;
+    let q = V2Query::parse(&ctx.query)?;
+    let page = q.fetch(ctx).await?;
+    let list = q.list;
     let doc = v2_result(
         ctx.bucket(),
-        prefix,
-        delimiter,
-        token,
-        start_after,
-        max_keys,
-        fetch_owner,
-        &enc,
+        &list.prefix,
+        list.delimiter,
+        q.token.as_deref(),
+        q.start_after,
+        list.max,
+        q.fetch_owner,
+        &list.enc,
         page,
     );
     Ok(xml_response(
@@ -208,26 +308,21 @@ pub fn v2_result(
 }
 
 pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
-    let q = &ctx.query;
-    let max_keys = parse_max(q, "max-keys")?;
-    let enc = Enc(parse_encoding(q)?);
-    let prefix = q.get("prefix").unwrap_or_default();
-    let delimiter = non_empty(q.get("delimiter"));
-    let marker = non_empty(q.get("marker"));
-    let page = fetch(ctx, prefix, delimiter.clone(), marker.clone(), max_keys).await?;
+    let V1Listing { list, marker, page } = fetch_v1(ctx).await?;
+    let enc = &list.enc;
     let doc = ListBucketResult {
         name: ctx.bucket().to_string(),
-        prefix: enc.s(prefix),
+        prefix: enc.s(&list.prefix),
         marker: Some(enc.s(marker.as_deref().unwrap_or_default())),
         next_marker: page
             .is_truncated
             .then(|| enc.opt(page.next_marker.as_deref()))
             .flatten(),
-        max_keys,
-        delimiter: enc.opt(delimiter.as_deref()),
+        max_keys: list.max,
+        delimiter: enc.opt(list.delimiter.as_deref()),
         encoding_type: enc.name(),
         is_truncated: page.is_truncated,
-        contents: page.objects.iter().map(|v| entry(v, &enc, true)).collect(),
+        contents: page.objects.iter().map(|v| entry(v, enc, true)).collect(),
         common_prefixes: enc.prefixes(&page.common_prefixes),
         ..Default::default()
     };
@@ -238,43 +333,23 @@ pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
 }
 
 pub async fn list_versions(ctx: &Ctx) -> ApiResult {
-    let q = &ctx.query;
-    let max_keys = parse_max(q, "max-keys")?;
-    let enc = Enc(parse_encoding(q)?);
-    let prefix = q.get("prefix").unwrap_or_default();
-    let delimiter = non_empty(q.get("delimiter"));
-    let key_marker = non_empty(q.get("key-marker"));
-    let version_id_marker = non_empty(q.get("version-id-marker"));
-    if version_id_marker.is_some() && key_marker.is_none() {
+    let q = VersionsQuery::parse(&ctx.query)?;
+    if q.version_id_marker.is_some() && q.key_marker.is_none() {
         return Err(S3Error::InvalidArgument(
             "A version-id marker cannot be specified without a key marker.".into(),
         )
         .into());
     }
-    let page = if max_keys == 0 {
-        ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-        ListVersionsPage::default()
-    } else {
-        ctx.gw
-            .meta
-            .list_versions(ListVersionsQuery {
-                bucket: ctx.bucket().to_string(),
-                prefix: prefix.to_string(),
-                delimiter: delimiter.clone(),
-                key_marker: key_marker.clone(),
-                version_id_marker: version_id_marker.clone(),
-                max_keys,
-            })
-            .await?
-    };
+    let page = q.fetch(ctx).await?;
+    let list = q.list;
     let doc = versions_result(
         ctx.bucket(),
-        prefix,
-        delimiter,
-        key_marker,
-        version_id_marker,
-        max_keys,
-        &enc,
+        &list.prefix,
+        list.delimiter,
+        q.key_marker,
+        q.version_id_marker,
+        list.max,
+        &list.enc,
         page,
     );
     Ok(xml_response(

@@ -3,13 +3,17 @@
 //! ListMultipartUploads. (UploadPartCopy lives in `copy`.)
 
 use axum::body::Body;
-use godwit_common::types::{Checksums, CompleteUpload, ListUploadsQuery, NewUpload, PartRecord};
+use godwit_common::types::{
+    Checksums, CompleteUpload, ListPartsPage, ListUploadsPage, ListUploadsQuery, NewUpload,
+    PartRecord, UploadInfo,
+};
 use http::StatusCode;
 
 use super::conditions::WriteConditions;
 use super::headers::{content_headers, user_meta};
-use super::list::{parse_encoding, parse_max, Enc};
+use super::list::{non_empty, parse_max, Listing};
 use super::object::{check_write_conditions, write_checksum_headers};
+use super::router::Query;
 use super::tagging::tags_from_headers;
 use super::{
     check_key, empty_response, read_small_body, replica_origin, set_header, shows_version_id,
@@ -290,29 +294,59 @@ pub async fn abort_upload(ctx: &Ctx, upload_id: &str) -> ApiResult {
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
-pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> ApiResult {
-    let max_parts = parse_max(&ctx.query, "max-parts")?;
-    let marker = match ctx.query.get("part-number-marker") {
-        None | Some("") => 0,
-        Some(raw) => raw.trim().parse::<u32>().map_err(|_| {
-            S3Error::InvalidArgument(
-                "Provided part-number-marker not an integer or within integer range".into(),
-            )
-        })?,
-    };
-    let upload = ctx
-        .gw
-        .meta
-        .get_upload(ctx.bucket(), ctx.key(), upload_id)
-        .await?;
-    let page = if max_parts == 0 {
-        Default::default()
-    } else {
-        ctx.gw
+/// A ListParts request as parsed: `max-parts` and `part-number-marker`.
+pub(crate) struct PartsQuery {
+    pub max_parts: usize,
+    pub marker: u32,
+}
+
+impl PartsQuery {
+    pub(crate) fn parse(q: &Query) -> Result<Self, S3Error> {
+        let max_parts = parse_max(q, "max-parts")?;
+        let marker = match q.get("part-number-marker") {
+            None | Some("") => 0,
+            Some(raw) => raw.trim().parse::<u32>().map_err(|_| {
+                S3Error::InvalidArgument(
+                    "Provided part-number-marker not an integer or within integer range".into(),
+                )
+            })?,
+        };
+        Ok(PartsQuery { max_parts, marker })
+    }
+
+    /// The upload (NoSuchUpload when gone) and the page of its parts.
+    pub(crate) async fn fetch(
+        &self,
+        ctx: &Ctx,
+        upload_id: &str,
+    ) -> Result<(UploadInfo, ListPartsPage), S3Error> {
+        let upload = ctx
+            .gw
             .meta
-            .list_parts(ctx.bucket(), ctx.key(), upload_id, marker, max_parts)
-            .await?
-    };
+            .get_upload(ctx.bucket(), ctx.key(), upload_id)
+            .await?;
+        let page = if self.max_parts == 0 {
+            Default::default()
+        } else {
+            ctx.gw
+                .meta
+                .list_parts(
+                    ctx.bucket(),
+                    ctx.key(),
+                    upload_id,
+                    self.marker,
+                    self.max_parts,
+                )
+                .await?
+        };
+        Ok((upload, page))
+    }
+}
+
+pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> ApiResult {
+    let q = PartsQuery::parse(&ctx.query)?;
+    let (upload, page) = q.fetch(ctx, upload_id).await?;
+    let PartsQuery { max_parts, marker } = q;
     let owner = Owner::new(if upload.owner.is_empty() {
         ctx.owner()
     } else {
@@ -352,24 +386,21 @@ pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> ApiResult {
     ))
 }
 
-pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
+/// A ListMultipartUploads request and its page, shared by the S3 and OSS
+/// renderings.
+pub(crate) struct UploadsListing {
+    pub list: Listing,
+    pub key_marker: Option<String>,
+    pub upload_id_marker: Option<String>,
+    pub page: ListUploadsPage,
+}
+
+pub(crate) async fn fetch_uploads(ctx: &Ctx) -> Result<UploadsListing, S3Error> {
     let q = &ctx.query;
-    let max_uploads = parse_max(q, "max-uploads")?;
-    let enc = Enc(parse_encoding(q)?);
-    let prefix = q.get("prefix").unwrap_or_default().to_string();
-    let delimiter = q
-        .get("delimiter")
-        .filter(|d| !d.is_empty())
-        .map(str::to_string);
-    let key_marker = q
-        .get("key-marker")
-        .filter(|m| !m.is_empty())
-        .map(str::to_string);
-    let upload_id_marker = q
-        .get("upload-id-marker")
-        .filter(|m| !m.is_empty())
-        .map(str::to_string);
-    let page = if max_uploads == 0 {
+    let list = Listing::parse(q, "max-uploads")?;
+    let key_marker = non_empty(q.get("key-marker"));
+    let upload_id_marker = non_empty(q.get("upload-id-marker"));
+    let page = if list.max == 0 {
         ctx.gw.meta.get_bucket(ctx.bucket()).await?;
         Default::default()
     } else {
@@ -377,14 +408,35 @@ pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
             .meta
             .list_uploads(ListUploadsQuery {
                 bucket: ctx.bucket().to_string(),
-                prefix: prefix.clone(),
-                delimiter: delimiter.clone(),
+                prefix: list.prefix.clone(),
+                delimiter: list.delimiter.clone(),
                 key_marker: key_marker.clone(),
                 upload_id_marker: upload_id_marker.clone(),
-                max_uploads,
+                max_uploads: list.max,
             })
             .await?
     };
+    Ok(UploadsListing {
+        list,
+        key_marker,
+        upload_id_marker,
+        page,
+    })
+}
+
+pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
+    let UploadsListing {
+        list,
+        key_marker,
+        upload_id_marker,
+        page,
+    } = fetch_uploads(ctx).await?;
+    let Listing {
+        max: max_uploads,
+        enc,
+        prefix,
+        delimiter,
+    } = list;
     let doc = ListMultipartUploadsResult {
         bucket: ctx.bucket().to_string(),
         key_marker: enc.s(key_marker.as_deref().unwrap_or_default()),
