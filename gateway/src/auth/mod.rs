@@ -105,6 +105,19 @@ pub struct AuthOutcome {
     pub scheme: AuthScheme,
 }
 
+impl AuthOutcome {
+    /// The outcome of a scheme that signs no payload and names no region
+    /// (AWS SigV2, OSS V1, OSS2).
+    pub(crate) fn unsigned(access_key_id: &str, scheme: AuthScheme) -> Self {
+        AuthOutcome {
+            access_key_id: access_key_id.to_string(),
+            payload: PayloadCheck::Unsigned,
+            region: None,
+            scheme,
+        }
+    }
+}
+
 /// Authenticates a request from its head alone. Requests with no
 /// credentials at all get `AccessDenied`.
 ///
@@ -305,6 +318,11 @@ pub(crate) fn parse_http_date(raw: &str) -> Option<OffsetDateTime> {
         return Some(OffsetDateTime::from(t));
     }
     OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc2822).ok()
+}
+
+/// The AccessDenied of a presigned URL past its expiry (S3 and OSS word it alike).
+pub(crate) fn expired() -> S3Error {
+    S3Error::AccessDenied("Request has expired".into())
 }
 
 /// Whether `date` is within `MAX_CLOCK_SKEW` of `now`.

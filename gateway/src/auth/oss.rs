@@ -22,11 +22,11 @@ use time::OffsetDateTime;
 
 use super::presign::MAX_EXPIRES_SECS;
 use super::sigv2::{self, hmac_v1_string_to_sign, HmacV1Rules};
-use super::sigv4::Credential;
+use super::sigv4::{self, Credential};
 use super::{
-    derive_signing_key, format_amz_date, hmac_sha256, parse_amz_date, parse_http_date, parse_query,
-    query_value, sha256_hex, signatures_match, uri_encode, within_skew, AuthOutcome, AuthScheme,
-    PayloadCheck, QueryParam, SecretLookup, MAX_CLOCK_SKEW, URI_ENCODE,
+    derive_signing_key, expired, format_amz_date, hmac_sha256, parse_amz_date, parse_http_date,
+    parse_query, query_value, sha256_hex, signatures_match, uri_encode, within_skew, AuthOutcome,
+    AuthScheme, PayloadCheck, QueryParam, SecretLookup, MAX_CLOCK_SKEW, URI_ENCODE,
 };
 use crate::error::S3Error;
 
@@ -144,10 +144,6 @@ fn header_str<'a>(parts: &'a http::request::Parts, name: &str) -> Option<&'a str
     parts.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn expired() -> S3Error {
-    S3Error::AccessDenied("Request has expired".into())
-}
-
 /// Whether an OSS V4 credential's region is this gateway's: OSS region
 /// ids (`cn-hangzhou`) and locations (`oss-cn-hangzhou`) name the same
 /// region, so the `oss-` prefix is ignored on either side.
@@ -182,14 +178,15 @@ fn v1_matches(
     parts: &http::request::Parts,
     query: &[QueryParam],
     date_line: &str,
-    resource: &str,
+    vhost_bucket: Option<&str>,
     secret: &str,
     given: &str,
 ) -> bool {
+    let resource = String::from_utf8_lossy(&resource_bytes(parts, vhost_bucket)).into_owned();
     let mut tried: Vec<String> = Vec::new();
     for reading in query_readings(parts, query) {
         for rules in &V1_RULES {
-            let sts = hmac_v1_string_to_sign(parts, &reading, date_line, resource, rules);
+            let sts = hmac_v1_string_to_sign(parts, &reading, date_line, &resource, rules);
             if tried.contains(&sts) {
                 continue;
             }
@@ -210,15 +207,10 @@ pub(crate) async fn verify_v1_header(
     now: OffsetDateTime,
     vhost_bucket: Option<&str>,
 ) -> Result<AuthOutcome, S3Error> {
-    let (access_key, given) = rest
-        .trim()
-        .split_once(':')
-        .filter(|(ak, sig)| !ak.is_empty() && !sig.is_empty())
-        .ok_or_else(|| {
-            S3Error::InvalidArgument(
-                "Authorization header is invalid. Expected OSS AccessKeyId:Signature".into(),
-            )
-        })?;
+    let (access_key, given) = sigv2::split_key_signature(
+        rest,
+        "Authorization header is invalid. Expected OSS AccessKeyId:Signature",
+    )?;
     // `x-oss-date` replaces Date in the string to sign (oss2, v2 SDK).
     let date_line = header_str(parts, "x-oss-date")
         .or_else(|| header_str(parts, "date"))
@@ -232,16 +224,10 @@ pub(crate) async fn verify_v1_header(
     if !within_skew(date, now) {
         return Err(S3Error::RequestTimeTooSkewed);
     }
-    let resource = String::from_utf8_lossy(&resource_bytes(parts, vhost_bucket)).into_owned();
-    if !v1_matches(parts, query, date_line, &resource, &secret, given.trim()) {
+    if !v1_matches(parts, query, date_line, vhost_bucket, &secret, given.trim()) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome {
-        access_key_id: access_key.to_string(),
-        payload: PayloadCheck::Unsigned,
-        region: None,
-        scheme: AuthScheme::OssV1,
-    })
+    Ok(AuthOutcome::unsigned(access_key, AuthScheme::OssV1))
 }
 
 pub(crate) async fn verify_v1_query(
@@ -251,37 +237,21 @@ pub(crate) async fn verify_v1_query(
     now: OffsetDateTime,
     vhost_bucket: Option<&str>,
 ) -> Result<AuthOutcome, S3Error> {
-    let (Some(access_key), Some(given), Some(expires)) = (
-        query_value(query, "OSSAccessKeyId"),
-        query_value(query, "Signature"),
-        query_value(query, "Expires"),
-    ) else {
-        return Err(S3Error::AccessDenied(
-            "Query-string authentication requires the Signature, Expires and OSSAccessKeyId parameters"
-                .into(),
-        ));
-    };
-    let expires_at: i64 = expires.trim().parse().map_err(|_| {
-        S3Error::AccessDenied(format!(
-            "Invalid date (should be seconds since epoch): {expires}"
-        ))
-    })?;
+    let (access_key, given, expires) = sigv2::presigned_params(query, "OSSAccessKeyId")?;
+    let expires_at: i64 = expires
+        .trim()
+        .parse()
+        .map_err(|_| sigv2::bad_expires(expires))?;
 
     let secret = lookup.secret(access_key).await?;
     if now.unix_timestamp() > expires_at {
         return Err(expired());
     }
-    let resource = String::from_utf8_lossy(&resource_bytes(parts, vhost_bucket)).into_owned();
     // The Date line carries Expires as sent.
-    if !v1_matches(parts, query, expires, &resource, &secret, given) {
+    if !v1_matches(parts, query, expires, vhost_bucket, &secret, given) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome {
-        access_key_id: access_key.to_string(),
-        payload: PayloadCheck::Unsigned,
-        region: None,
-        scheme: AuthScheme::OssV1,
-    })
+    Ok(AuthOutcome::unsigned(access_key, AuthScheme::OssV1))
 }
 
 // ---------------------------------------------------------------- V4
@@ -299,30 +269,42 @@ fn invalid(msg: &str) -> S3Error {
     S3Error::InvalidArgument(msg.to_string())
 }
 
-fn parse_v4_fields(rest: &str) -> Result<V4Fields<'_>, S3Error> {
-    if !rest.starts_with(' ') {
-        return Err(invalid("Unsupported Authorization Type"));
-    }
-    let (mut credential, mut additional_headers, mut signature) = (None, None, None);
+/// The values of `names` among comma-separated `Key<sep>value` fields
+/// (spaces around either allowed, empty fields skipped, a repeated key's
+/// last value kept); an unknown key is refused, as OSS does
+/// (EC 0002-00000204). Serves V4 (`=`) and OSS2 (`:`).
+fn split_fields<'a, const N: usize>(
+    rest: &'a str,
+    sep: char,
+    names: [&str; N],
+) -> Result<[Option<&'a str>; N], S3Error> {
+    let mut values = [None; N];
     for field in rest.split(',') {
         let field = field.trim();
         if field.is_empty() {
             continue;
         }
-        match field.split_once('=') {
-            Some(("Credential", v)) => credential = Some(v.trim()),
-            Some(("AdditionalHeaders", v)) => additional_headers = Some(v.trim()),
-            Some(("Signature", v)) => signature = Some(v.trim()),
-            // OSS refuses unknown keys (EC 0002-00000204).
-            _ => {
+        let slot = field
+            .split_once(sep)
+            .and_then(|(k, v)| Some((names.iter().position(|n| *n == k)?, v)));
+        match slot {
+            Some((i, v)) => values[i] = Some(v.trim()),
+            None => {
                 return Err(invalid(
                     "Invalid signature information in Authorization header.",
                 ))
             }
         }
     }
-    match (credential, signature) {
-        (Some(credential), Some(signature)) => Ok(V4Fields {
+    Ok(values)
+}
+
+fn parse_v4_fields(rest: &str) -> Result<V4Fields<'_>, S3Error> {
+    if !rest.starts_with(' ') {
+        return Err(invalid("Unsupported Authorization Type"));
+    }
+    match split_fields(rest, '=', ["Credential", "AdditionalHeaders", "Signature"])? {
+        [Some(credential), additional_headers, Some(signature)] => Ok(V4Fields {
             credential,
             additional_headers,
             signature,
@@ -419,14 +401,11 @@ impl V4Request<'_> {
 /// Every parameter, name and value `UriEncode`d, sorted; an empty value
 /// is a bare name (unlike AWS's `k=`).
 pub(super) fn canonical_query(query: &[QueryParam], exclude: Option<&str>) -> String {
-    let mut pairs: Vec<(String, String)> = query
-        .iter()
-        .filter(|p| Some(p.key.as_str()) != exclude)
-        .map(|p| (uri_encode(p.key.as_bytes()), uri_encode(p.value.as_bytes())))
-        .collect();
-    pairs.sort();
     let mut out = String::new();
-    for (i, (k, v)) in pairs.iter().enumerate() {
+    for (i, (k, v)) in sigv4::encoded_sorted_pairs(query, exclude)
+        .iter()
+        .enumerate()
+    {
         if i > 0 {
             out.push('&');
         }
@@ -696,25 +675,10 @@ impl V2Request<'_> {
 
 /// `AccessKeyId:AK[,AdditionalHeaders:h1;h2],Signature:sig`.
 fn parse_v2_fields(rest: &str) -> Result<(&str, Option<&str>, &str), S3Error> {
-    let (mut access_key, mut additional, mut signature) = (None, None, None);
-    for field in rest.split(',') {
-        let field = field.trim();
-        if field.is_empty() {
-            continue;
+    match split_fields(rest, ':', ["AccessKeyId", "AdditionalHeaders", "Signature"])? {
+        [Some(ak), additional, Some(sig)] if !ak.is_empty() && !sig.is_empty() => {
+            Ok((ak, additional, sig))
         }
-        match field.split_once(':') {
-            Some(("AccessKeyId", v)) => access_key = Some(v.trim()),
-            Some(("AdditionalHeaders", v)) => additional = Some(v.trim()),
-            Some(("Signature", v)) => signature = Some(v.trim()),
-            _ => {
-                return Err(invalid(
-                    "Invalid signature information in Authorization header.",
-                ))
-            }
-        }
-    }
-    match (access_key, signature) {
-        (Some(ak), Some(sig)) if !ak.is_empty() && !sig.is_empty() => Ok((ak, additional, sig)),
         _ => Err(invalid(
             "Authorization header requires AccessKeyId and Signature, and optionally AdditionalHeaders.",
         )),
@@ -750,12 +714,7 @@ pub(crate) async fn verify_v2_header(
     if !request.verify(&secret, given) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome {
-        access_key_id: access_key.to_string(),
-        payload: PayloadCheck::Unsigned,
-        region: None,
-        scheme: AuthScheme::OssV2,
-    })
+    Ok(AuthOutcome::unsigned(access_key, AuthScheme::OssV2))
 }
 
 /// `?x-oss-signature-version=OSS2&x-oss-expires=<abs>&x-oss-access-key-id=..
@@ -799,10 +758,63 @@ pub(crate) async fn verify_v2_query(
     if !request.verify(&secret, given) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome {
-        access_key_id: access_key.to_string(),
-        payload: PayloadCheck::Unsigned,
-        region: None,
-        scheme: AuthScheme::OssV2,
-    })
+    Ok(AuthOutcome::unsigned(access_key, AuthScheme::OssV2))
+}
+
+#[cfg(test)]
+mod field_tests {
+    use super::*;
+
+    #[test]
+    fn v4_fields_in_either_sdk_layout() {
+        let oss2 =
+            parse_v4_fields(" Credential=AK/d/r/oss/t, Signature=ab, AdditionalHeaders=host;range")
+                .unwrap();
+        let v2 =
+            parse_v4_fields(" Credential=AK/d/r/oss/t,AdditionalHeaders=host;range,Signature=ab")
+                .unwrap();
+        for f in [oss2, v2] {
+            assert_eq!(f.credential, "AK/d/r/oss/t");
+            assert_eq!(f.additional_headers, Some("host;range"));
+            assert_eq!(f.signature, "ab");
+        }
+        let bare = parse_v4_fields(" Credential=c,,Signature=s,").unwrap();
+        assert_eq!(bare.additional_headers, None);
+        for bad in [
+            "Credential=c,Signature=s",
+            " Credential=c",
+            " Signature=s",
+            " Credential=c,Signature=s,Other=1",
+            " Credential:c,Signature=s",
+        ] {
+            let Err(err) = parse_v4_fields(bad) else {
+                panic!("{bad} accepted")
+            };
+            assert_eq!(err.code(), "InvalidArgument", "{bad}");
+        }
+    }
+
+    #[test]
+    fn oss2_fields() {
+        assert_eq!(
+            parse_v2_fields("AccessKeyId:AK,AdditionalHeaders:host;range,Signature:a/b=").unwrap(),
+            ("AK", Some("host;range"), "a/b=")
+        );
+        assert_eq!(
+            parse_v2_fields(" AccessKeyId: AK , Signature:s").unwrap(),
+            ("AK", None, "s")
+        );
+        for bad in [
+            "AccessKeyId:AK",
+            "AccessKeyId:,Signature:s",
+            "AccessKeyId:AK,Signature:",
+            "AccessKeyId:AK,Signature:s,Other:1",
+            "AccessKeyId=AK,Signature:s",
+        ] {
+            let Err(err) = parse_v2_fields(bad) else {
+                panic!("{bad} accepted")
+            };
+            assert_eq!(err.code(), "InvalidArgument", "{bad}");
+        }
+    }
 }

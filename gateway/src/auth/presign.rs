@@ -7,8 +7,8 @@ use super::sigv4::{
     self, payload_kind, Credential, PayloadKind, SignedRequest, ALGORITHM, UNSIGNED_PAYLOAD,
 };
 use super::{
-    parse_amz_date, query_value, AuthOutcome, AuthScheme, PayloadCheck, QueryParam, SecretLookup,
-    MAX_CLOCK_SKEW,
+    expired, parse_amz_date, query_value, AuthOutcome, AuthScheme, PayloadCheck, QueryParam,
+    SecretLookup, MAX_CLOCK_SKEW,
 };
 use crate::error::S3Error;
 
@@ -85,7 +85,7 @@ pub(crate) async fn verify(
 
     let secret = lookup.secret(&credential.access_key).await?;
     if now > signed_at + time::Duration::seconds(expires) {
-        return Err(S3Error::AccessDenied("Request has expired".into()));
+        return Err(expired());
     }
     if signed_at - now > MAX_CLOCK_SKEW {
         return Err(S3Error::AccessDenied("Request is not valid yet".into()));

@@ -9,8 +9,8 @@ use sha1::Sha1;
 use time::OffsetDateTime;
 
 use super::{
-    parse_amz_date, parse_http_date, query_value, signatures_match, within_skew, AuthOutcome,
-    AuthScheme, PayloadCheck, QueryParam, SecretLookup,
+    expired, parse_amz_date, parse_http_date, query_value, signatures_match, within_skew,
+    AuthOutcome, AuthScheme, QueryParam, SecretLookup,
 };
 use crate::error::S3Error;
 
@@ -224,6 +224,18 @@ fn check(
         })
 }
 
+/// `AccessKey:Signature` after the scheme name (AWS V2, OSS V1), both
+/// non-empty; `invalid` is the InvalidArgument message otherwise.
+pub(crate) fn split_key_signature<'a>(
+    rest: &'a str,
+    invalid: &str,
+) -> Result<(&'a str, &'a str), S3Error> {
+    rest.trim()
+        .split_once(':')
+        .filter(|(ak, sig)| !ak.is_empty() && !sig.is_empty())
+        .ok_or_else(|| S3Error::InvalidArgument(invalid.into()))
+}
+
 pub(crate) async fn verify_header(
     parts: &http::request::Parts,
     query: &[QueryParam],
@@ -232,15 +244,10 @@ pub(crate) async fn verify_header(
     now: OffsetDateTime,
     vhost_bucket: Option<&str>,
 ) -> Result<AuthOutcome, S3Error> {
-    let (access_key, given) = rest
-        .trim()
-        .split_once(':')
-        .filter(|(ak, sig)| !ak.is_empty() && !sig.is_empty())
-        .ok_or_else(|| {
-            S3Error::InvalidArgument(
-                "AWS authorization header is invalid.  Expected AwsAccessKeyId:signature".into(),
-            )
-        })?;
+    let (access_key, given) = split_key_signature(
+        rest,
+        "AWS authorization header is invalid.  Expected AwsAccessKeyId:signature",
+    )?;
 
     let text = |name| {
         parts
@@ -280,12 +287,33 @@ pub(crate) async fn verify_header(
     ) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome {
-        region: None,
-        access_key_id: access_key.to_string(),
-        payload: PayloadCheck::Unsigned,
-        scheme: AuthScheme::AwsV2,
-    })
+    Ok(AuthOutcome::unsigned(access_key, AuthScheme::AwsV2))
+}
+
+/// `(access key, Signature, Expires)` of an HMAC-SHA1 presigned URL,
+/// the access key under `key_param` (`AWSAccessKeyId` for AWS V2,
+/// `OSSAccessKeyId` for OSS V1).
+pub(crate) fn presigned_params<'a>(
+    query: &'a [QueryParam],
+    key_param: &str,
+) -> Result<(&'a str, &'a str, &'a str), S3Error> {
+    match (
+        query_value(query, key_param),
+        query_value(query, "Signature"),
+        query_value(query, "Expires"),
+    ) {
+        (Some(access_key), Some(given), Some(expires)) => Ok((access_key, given, expires)),
+        _ => Err(S3Error::AccessDenied(format!(
+            "Query-string authentication requires the Signature, Expires and {key_param} parameters"
+        ))),
+    }
+}
+
+/// The AccessDenied of an `Expires` that is not seconds since the epoch.
+pub(crate) fn bad_expires(expires: &str) -> S3Error {
+    S3Error::AccessDenied(format!(
+        "Invalid date (should be seconds since epoch): {expires}"
+    ))
 }
 
 pub(crate) async fn verify_query(
@@ -295,40 +323,23 @@ pub(crate) async fn verify_query(
     now: OffsetDateTime,
     vhost_bucket: Option<&str>,
 ) -> Result<AuthOutcome, S3Error> {
-    let (Some(access_key), Some(given), Some(expires)) = (
-        query_value(query, "AWSAccessKeyId"),
-        query_value(query, "Signature"),
-        query_value(query, "Expires"),
-    ) else {
-        return Err(S3Error::AccessDenied(
-            "Query-string authentication requires the Signature, Expires and AWSAccessKeyId parameters".into(),
-        ));
-    };
-    let expires_at: i64 = expires.parse().map_err(|_| {
-        S3Error::AccessDenied(format!(
-            "Invalid date (should be seconds since epoch): {expires}"
-        ))
-    })?;
+    let (access_key, given, expires) = presigned_params(query, "AWSAccessKeyId")?;
+    let expires_at: i64 = expires.parse().map_err(|_| bad_expires(expires))?;
 
     let secret = lookup.secret(access_key).await?;
     if now.unix_timestamp() > expires_at {
-        return Err(S3Error::AccessDenied("Request has expired".into()));
+        return Err(expired());
     }
     if !check(parts, query, expires, vhost_bucket, &secret, given) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome {
-        region: None,
-        access_key_id: access_key.to_string(),
-        payload: PayloadCheck::Unsigned,
-        scheme: AuthScheme::AwsV2,
-    })
+    Ok(AuthOutcome::unsigned(access_key, AuthScheme::AwsV2))
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use super::super::{authenticate, authenticate_with_bucket, parse_query};
+    use super::super::{authenticate, authenticate_with_bucket, parse_query, PayloadCheck};
     use super::*;
 
     /// The secret of AWS's SigV2 examples (note the `/` where the SigV4

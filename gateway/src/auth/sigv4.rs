@@ -193,8 +193,13 @@ pub(crate) fn canonical_uri(raw_path: &str) -> String {
         .join("/")
 }
 
-/// Parameters sorted by encoded name then value, `k=` for empty values.
-pub(crate) fn canonical_query(query: &[QueryParam], exclude: Option<&str>) -> String {
+/// The parameters but `exclude`, name and value `UriEncode`d, sorted by
+/// encoded name then value: the canonical query of SigV4 and OSS V4,
+/// which differ only in how an empty value is written.
+pub(crate) fn encoded_sorted_pairs(
+    query: &[QueryParam],
+    exclude: Option<&str>,
+) -> Vec<(String, String)> {
     let mut pairs: Vec<(String, String)> = query
         .iter()
         .filter(|p| Some(p.key.as_str()) != exclude)
@@ -202,6 +207,11 @@ pub(crate) fn canonical_query(query: &[QueryParam], exclude: Option<&str>) -> St
         .collect();
     pairs.sort();
     pairs
+}
+
+/// Parameters sorted by encoded name then value, `k=` for empty values.
+pub(crate) fn canonical_query(query: &[QueryParam], exclude: Option<&str>) -> String {
+    encoded_sorted_pairs(query, exclude)
         .into_iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
