@@ -496,10 +496,36 @@ async fn datanodes_repair_lost_and_corrupt_copies_and_drain() {
     let nodes = c.datanodes();
     assert_eq!(nodes[&2]["state"], "decommissioned");
     assert_eq!(nodes.len(), 4);
-    // A full repair round after the restart finds nothing to do.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // A repair round after the restart (its scan fills `placed_blocks`,
+    // empty in a fresh meta process) finds every block fully placed.
+    eventually(
+        "a repair round after the restart",
+        Duration::from_secs(30),
+        || async { c.datanodes()[&3]["placed_blocks"].as_u64().unwrap_or(0) > 0 },
+    )
+    .await;
+    let nodes = c.datanodes();
+    for id in [1u64, 3, 4] {
+        assert!(
+            nodes[&id]["placed_blocks"].as_u64().unwrap() >= committed.len() as u64,
+            "{:?}",
+            nodes[&id]
+        );
+    }
     assert_eq!(
         metric(&c.meta_admin(), "godwit_blocks_under_replicated").await,
         0.0
     );
+    // Heartbeats report each node's usage: its block files.
+    let files = block_files(&c.dn_dir(3));
+    let bytes: u64 = files
+        .values()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    assert!(bytes > 0);
+    eventually("dn3's usage reported", Duration::from_secs(30), || async {
+        let dn3 = &c.datanodes()[&3];
+        dn3["blocks"] == files.len() as u64 && dn3["used_bytes"] == bytes
+    })
+    .await;
 }

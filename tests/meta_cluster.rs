@@ -284,6 +284,7 @@ async fn killing_the_leader_loses_no_acknowledged_put() {
     let leader = agreed_leader(&st).unwrap();
     let li = (leader - 1) as usize;
     let before_kill = acked.lock().unwrap().len();
+    assert!(before_kill > 0, "no PUT acknowledged before the kill");
     let killed_at = Instant::now();
     metas[li].take().unwrap().child.kill().unwrap(); // SIGKILL; Drop reaps it
     eprintln!("killed the leader, meta node {leader}, after {before_kill} acknowledged PUTs");

@@ -10,6 +10,7 @@
 //!
 //! The periodic task stops on a `tokio_util::sync::CancellationToken`.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -126,6 +127,26 @@ impl Datanode {
         interval: Duration,
         shutdown: CancellationToken,
     ) -> JoinHandle<()> {
+        self.spawn_periodic("datanode gc", interval, shutdown, move |dn| {
+            let meta = meta.clone();
+            async move { dn.gc_once(meta.as_ref(), grace).await.map(drop) }
+        })
+    }
+
+    /// Runs `pass` after every `interval` until `shutdown` is cancelled
+    /// (which also interrupts a pass in progress); a failed pass is logged
+    /// and the next interval tries again.
+    pub(crate) fn spawn_periodic<F, Fut>(
+        self: &Arc<Self>,
+        task: &'static str,
+        interval: Duration,
+        shutdown: CancellationToken,
+        pass: F,
+    ) -> JoinHandle<()>
+    where
+        F: Fn(Arc<Datanode>) -> Fut + Send + 'static,
+        Fut: Future<Output = anyhow::Result<()>> + Send,
+    {
         let dn = self.clone();
         tokio::spawn(async move {
             loop {
@@ -135,14 +156,14 @@ impl Datanode {
                 }
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
-                    r = dn.gc_once(meta.as_ref(), grace) => {
+                    r = pass(dn.clone()) => {
                         if let Err(e) = r {
-                            tracing::warn!(node = dn.node_id(), error = %e, "datanode gc pass failed; retrying next interval");
+                            tracing::warn!(node = dn.node_id(), task, error = %e, "background pass failed; retrying next interval");
                         }
                     }
                 }
             }
-            tracing::debug!(node = dn.node_id(), "datanode gc stopped");
+            tracing::debug!(node = dn.node_id(), task, "background task stopped");
         })
     }
 }

@@ -36,8 +36,8 @@ pub struct ScrubConfig {
     pub bytes_per_sec: u64,
 }
 
-/// Every block file under `root` (`xx/yy/<id>`) with its size.
-pub(crate) fn list_blocks(root: &Path) -> std::io::Result<Vec<(String, u64)>> {
+/// Calls `f(id, entry)` for every block file under `root` (`xx/yy/<id>`).
+fn each_block(root: &Path, mut f: impl FnMut(&str, &std::fs::DirEntry)) -> std::io::Result<()> {
     let read_dir = |p: &Path| -> std::io::Result<Vec<std::fs::DirEntry>> {
         match std::fs::read_dir(p) {
             Ok(rd) => rd.collect(),
@@ -45,20 +45,18 @@ pub(crate) fn list_blocks(root: &Path) -> std::io::Result<Vec<(String, u64)>> {
             Err(e) => Err(e),
         }
     };
-    let mut out = Vec::new();
     for l1 in read_dir(root)? {
         for l2 in read_dir(&l1.path())? {
-            for f in read_dir(&l2.path())? {
-                let name = f.file_name();
+            for entry in read_dir(&l2.path())? {
+                let name = entry.file_name();
                 let Some(name) = name.to_str() else { continue };
                 if check_id(name).is_ok() {
-                    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-                    out.push((name.to_string(), len));
+                    f(name, &entry);
                 }
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Size of the file system holding `path` (statvfs).
@@ -91,11 +89,16 @@ impl Datanode {
     /// number of corrupt copies found (each reported to meta).
     pub async fn scrub_once(&self, meta: &dyn MetaApi, bytes_per_sec: u64) -> anyhow::Result<u64> {
         let root = self.layout().root().to_path_buf();
-        let blocks = blocking(move || list_blocks(&root)).await?;
+        let blocks = blocking(move || {
+            let mut ids = Vec::new();
+            each_block(&root, |id, _| ids.push(id.to_string()))?;
+            Ok(ids)
+        })
+        .await?;
         let started = Instant::now();
         let mut verified = 0u64;
         let mut corrupt = 0u64;
-        for (id, _) in blocks {
+        for id in blocks {
             match self.scrub_block(&id).await {
                 Ok(n) => {
                     verified += n;
@@ -144,23 +147,13 @@ impl Datanode {
         cfg: ScrubConfig,
         shutdown: CancellationToken,
     ) -> JoinHandle<()> {
-        let dn = self.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(cfg.interval) => {}
-                }
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    r = dn.scrub_once(meta.as_ref(), cfg.bytes_per_sec) => {
-                        if let Err(e) = r {
-                            tracing::warn!(node = dn.node_id(), error = %e, "scrub pass failed; retrying next interval");
-                        }
-                    }
-                }
+        self.spawn_periodic("scrubber", cfg.interval, shutdown, move |dn| {
+            let meta = meta.clone();
+            async move {
+                dn.scrub_once(meta.as_ref(), cfg.bytes_per_sec)
+                    .await
+                    .map(drop)
             }
-            tracing::debug!(node = dn.node_id(), "scrubber stopped");
         })
     }
 
@@ -181,9 +174,12 @@ impl Datanode {
                 if beat.is_multiple_of(USAGE_EVERY) {
                     let root = dn.layout().root().to_path_buf();
                     if let Ok((u, c, cap)) = blocking(move || {
-                        let blocks = list_blocks(&root)?;
-                        let used = blocks.iter().map(|(_, n)| n).sum();
-                        Ok((used, blocks.len() as u64, capacity_of(&root)))
+                        let (mut used, mut count) = (0u64, 0u64);
+                        each_block(&root, |_, e| {
+                            used += e.metadata().map(|m| m.len()).unwrap_or(0);
+                            count += 1;
+                        })?;
+                        Ok((used, count, capacity_of(&root)))
                     })
                     .await
                     {

@@ -47,6 +47,28 @@ impl MetaNode {
             .map_err(|e| MetaError::Internal(format!("listing task: {e}")))?
     }
 
+    /// The ids among `ids` whose block row (None: no row) `pick` selects,
+    /// read linearizably in one batch off the runtime.
+    pub(crate) async fn pick_blocks(
+        &self,
+        ids: Vec<String>,
+        pick: impl Fn(&str, Option<&[u8]>) -> MetaResult<bool> + Send + 'static,
+    ) -> MetaResult<Vec<String>> {
+        self.linearizable().await?;
+        self.blocking(move |db| {
+            let blocks = cf(db, CF_BLOCKS);
+            let found = db.multi_get_cf(ids.iter().map(|id| (blocks, id.as_bytes())));
+            let mut out = Vec::new();
+            for (id, r) in ids.iter().zip(found) {
+                if pick(id, r.map_err(db_err)?.as_deref())? {
+                    out.push(id.clone());
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
     fn read_grant(&self, data: &ObjectData) -> ReadGrant {
         ReadGrant {
             tokens: data
@@ -361,19 +383,7 @@ impl MetaApi for MetaNode {
     }
 
     async fn unreferenced_blocks(&self, ids: Vec<String>) -> MetaResult<Vec<String>> {
-        self.linearizable().await?;
-        self.blocking(move |db| {
-            let blocks = cf(db, CF_BLOCKS);
-            let found = db.multi_get_cf(ids.iter().map(|id| (blocks, id.as_bytes())));
-            let mut out = Vec::new();
-            for (id, r) in ids.iter().zip(found) {
-                if r.map_err(db_err)?.is_none() {
-                    out.push(id.clone());
-                }
-            }
-            Ok(out)
-        })
-        .await
+        self.pick_blocks(ids, |_, row| Ok(row.is_none())).await
     }
 
     async fn register_datanode(&self, info: DatanodeInfo) -> MetaResult<()> {

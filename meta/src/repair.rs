@@ -152,8 +152,10 @@ impl MetaNode {
                 move |db| scan_blocks(db, &healthy, desired)
             })
             .await?;
-        *self.tier.placed.lock().expect("tier lock") = scan.placed.clone();
+        // The gauge first: a status showing this scan's placement implies
+        // the gauge is this scan's too.
         UNDER_REPLICATED.set(scan.under as i64);
+        *self.tier.placed.lock().expect("tier lock") = scan.placed.clone();
 
         let zones: HashMap<NodeId, Option<String>> = records
             .iter()

@@ -308,25 +308,15 @@ impl MetaNode {
         node: NodeId,
         ids: Vec<String>,
     ) -> MetaResult<Vec<String>> {
-        self.linearizable().await?;
-        self.blocking(move |db| {
-            let blocks = cf(db, CF_BLOCKS);
-            let found = db.multi_get_cf(ids.iter().map(|id| (blocks, id.as_bytes())));
-            let mut out = Vec::new();
-            for (id, r) in ids.iter().zip(found) {
-                let stray = match r.map_err(|e| MetaError::Internal(format!("rocksdb: {e}")))? {
-                    None => true,
-                    Some(v) => {
-                        let rec = crate::apply::blocks::decode_record(id, &v)?;
-                        // Unknown placement (an old row): keep it.
-                        !rec.nodes.is_empty() && !rec.nodes.contains(&node)
-                    }
-                };
-                if stray {
-                    out.push(id.clone());
+        self.pick_blocks(ids, move |id, row| {
+            Ok(match row {
+                None => true,
+                Some(v) => {
+                    let rec = crate::apply::blocks::decode_record(id, v)?;
+                    // Unknown placement (an old row): keep it.
+                    !rec.nodes.is_empty() && !rec.nodes.contains(&node)
                 }
-            }
-            Ok(out)
+            })
         })
         .await
     }

@@ -4,25 +4,11 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::*;
 use godwit_common::cluster::{ClusterSecret, CLUSTER_AUTH_HEADER};
 use godwit_common::net::MetaClient;
 use godwit_common::types::*;
 use godwit_common::{MetaApi, MetaError};
-use godwit_meta::MetaNode;
-
-async fn serve(dir: &std::path::Path) -> (Arc<MetaNode>, String) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let mut cfg = config(dir);
-    cfg.advertise_addr = addr.clone();
-    let node = MetaNode::open(cfg).await.unwrap();
-    let app = godwit_meta::router(node.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (node, format!("http://{addr}"))
-}
 
 #[tokio::test]
 async fn meta_client_speaks_meta_api_over_http() {

@@ -5,15 +5,12 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::*;
 use godwit_common::cluster::ClusterSecret;
 use godwit_common::net::MetaClient;
 use godwit_common::replication::*;
 use godwit_common::types::*;
 use godwit_common::{MetaApi, MetaError};
-use godwit_meta::MetaNode;
 
 const LONG_LEASE: u64 = 60_000;
 
@@ -302,17 +299,6 @@ async fn oss_rules_edit_one_at_a_time_in_process() {
     let m = open(dir.path()).await;
     oss_rules_on_an_unversioned_bucket(&*m).await;
     m.shutdown().await;
-}
-
-async fn serve(dir: &std::path::Path) -> (Arc<MetaNode>, String) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let mut cfg = common::config(dir);
-    cfg.advertise_addr = addr.clone();
-    let node = MetaNode::open(cfg).await.unwrap();
-    let app = godwit_meta::router(node.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (node, format!("http://{addr}"))
 }
 
 #[tokio::test]

@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
@@ -15,7 +14,6 @@ use godwit_common::net::MetaClient;
 use godwit_common::replication::*;
 use godwit_common::types::*;
 use godwit_common::{MetaApi, MetaError};
-use godwit_meta::MetaNode;
 
 const LONG_LEASE: u64 = 60_000;
 
@@ -966,17 +964,6 @@ async fn the_queue_survives_a_restart() {
     let more = lease_all(&*m).await;
     assert!(more.iter().all(|t| tasks.iter().all(|o| o.id != t.id)));
     m.shutdown().await;
-}
-
-async fn serve(dir: &std::path::Path) -> (Arc<MetaNode>, String) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let mut cfg = common::config(dir);
-    cfg.advertise_addr = addr.clone();
-    let node = MetaNode::open(cfg).await.unwrap();
-    let app = godwit_meta::router(node.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (node, format!("http://{addr}"))
 }
 
 #[tokio::test]

@@ -32,10 +32,9 @@ use godwit_gateway::error::S3Error;
 use godwit_meta::cluster::{parse_peers, ClusterStatus};
 use godwit_meta::MetaNode;
 use serde::{Deserialize, Serialize};
-use sha2::Digest;
 
 use super::cli::AdminClient;
-use super::server::{AdminError, AdminState};
+use super::server::{signed_body, AdminError, AdminState};
 use crate::credentials::RootCredentials;
 
 #[derive(Subcommand)]
@@ -123,18 +122,7 @@ async fn authorized<T: serde::de::DeserializeOwned>(
     let (node, root) = state.meta_node().ok_or_else(|| {
         AdminError::BadRequest("cluster commands go to a meta node's admin listener".into())
     })?;
-    let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, 1 << 20)
-        .await
-        .map_err(|_| AdminError::Auth(S3Error::IncompleteBody))?;
-    let want = parts
-        .headers
-        .get("x-amz-content-sha256")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if want != hex::encode(sha2::Sha256::digest(&bytes)) {
-        return Err(AdminError::Auth(S3Error::XAmzContentSHA256Mismatch));
-    }
+    let (parts, bytes) = signed_body(req).await?;
     let lookup = RootSecrets {
         node: node.clone(),
         root,

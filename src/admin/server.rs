@@ -273,12 +273,11 @@ impl From<RemoteInfo> for RemoteSummary {
     }
 }
 
-/// Verifies the signature over the JSON body too (its SHA-256 is signed),
-/// then parses it.
-async fn signed_json<T: serde::de::DeserializeOwned>(
-    state: &AdminState,
+/// Reads the body (1 MiB at most) and checks it against the signed
+/// `x-amz-content-sha256`; the signature itself is the caller's to check.
+pub(crate) async fn signed_body(
     req: Request,
-) -> Result<T, AdminError> {
+) -> Result<(axum::http::request::Parts, axum::body::Bytes), AdminError> {
     let (parts, body) = req.into_parts();
     let bytes = axum::body::to_bytes(body, 1 << 20)
         .await
@@ -291,6 +290,16 @@ async fn signed_json<T: serde::de::DeserializeOwned>(
     if want != hex::encode(sha2::Sha256::digest(&bytes)) {
         return Err(AdminError::Auth(S3Error::XAmzContentSHA256Mismatch));
     }
+    Ok((parts, bytes))
+}
+
+/// Verifies the signature over the JSON body too (its SHA-256 is signed),
+/// then parses it.
+async fn signed_json<T: serde::de::DeserializeOwned>(
+    state: &AdminState,
+    req: Request,
+) -> Result<T, AdminError> {
+    let (parts, bytes) = signed_body(req).await?;
     require_root(state, Request::from_parts(parts, axum::body::Body::empty())).await?;
     serde_json::from_slice(&bytes).map_err(|e| AdminError::BadRequest(e.to_string()))
 }

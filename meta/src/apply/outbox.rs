@@ -378,6 +378,21 @@ pub(crate) fn bump_counters(
 
 // ---- the hooks of the object mutations ----
 
+/// A `kind` task for the destination of each of `rules`; how many.
+fn enqueue_each<'r>(
+    tx: &mut Overlay,
+    rules: impl IntoIterator<Item = &'r ReplicationRule>,
+    subject: &TaskSubject,
+    kind: TaskKind,
+) -> Result<usize, MetaError> {
+    let mut n = 0;
+    for rule in rules {
+        enqueue(tx, &Destination::of_rule(rule), subject, kind.clone())?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// A new version (put, copy, a complete whose parts were not streamed):
 /// one `NewVersion` task per destination. Returns how many were created.
 pub(crate) fn on_new_version(
@@ -393,15 +408,7 @@ pub(crate) fn on_new_version(
         size: v.size,
         now_ms,
     };
-    for rule in &rules {
-        enqueue(
-            tx,
-            &Destination::of_rule(rule),
-            &subject,
-            TaskKind::NewVersion,
-        )?;
-    }
-    Ok(rules.len())
+    enqueue_each(tx, &rules, &subject, TaskKind::NewVersion)
 }
 
 /// A delete marker: a `DeleteMarker` task per destination whose winning
@@ -421,17 +428,8 @@ pub(crate) fn on_delete_marker(
         size: 0,
         now_ms,
     };
-    let mut n = 0;
-    for rule in rules.iter().filter(|r| r.delete_marker_replication) {
-        enqueue(
-            tx,
-            &Destination::of_rule(rule),
-            &subject,
-            TaskKind::DeleteMarker,
-        )?;
-        n += 1;
-    }
-    Ok(n)
+    let rules = rules.iter().filter(|r| r.delete_marker_replication);
+    enqueue_each(tx, rules, &subject, TaskKind::DeleteMarker)
 }
 
 /// A version (or marker) removed for good: a `VersionDelete` task per
@@ -450,17 +448,8 @@ pub(crate) fn on_version_delete(
         size: 0,
         now_ms,
     };
-    let mut n = 0;
-    for rule in rules.iter().filter(|r| r.version_delete_replication) {
-        enqueue(
-            tx,
-            &Destination::of_rule(rule),
-            &subject,
-            TaskKind::VersionDelete,
-        )?;
-        n += 1;
-    }
-    Ok(n)
+    let rules = rules.iter().filter(|r| r.version_delete_replication);
+    enqueue_each(tx, rules, &subject, TaskKind::VersionDelete)
 }
 
 /// A key of an unversioned bucket deleted (its "null" version removed, no
@@ -484,17 +473,8 @@ pub(crate) fn on_key_deleted(
         size: 0,
         now_ms: now_ms.max(removed.last_modified_ms + 1),
     };
-    let mut n = 0;
-    for rule in rules.iter().filter(|r| r.delete_marker_replication) {
-        enqueue(
-            tx,
-            &Destination::of_rule(rule),
-            &subject,
-            TaskKind::KeyDeleted,
-        )?;
-        n += 1;
-    }
-    Ok(n)
+    let rules = rules.iter().filter(|r| r.delete_marker_replication);
+    enqueue_each(tx, rules, &subject, TaskKind::KeyDeleted)
 }
 
 /// New tags on an existing version: a `TagsChanged` task per destination
@@ -512,15 +492,7 @@ pub(crate) fn on_tags_changed(
         size: 0,
         now_ms,
     };
-    for rule in &rules {
-        enqueue(
-            tx,
-            &Destination::of_rule(rule),
-            &subject,
-            TaskKind::TagsChanged,
-        )?;
-    }
-    Ok(rules.len())
+    enqueue_each(tx, &rules, &subject, TaskKind::TagsChanged)
 }
 
 #[cfg(test)]

@@ -26,6 +26,18 @@ pub async fn open(dir: &std::path::Path) -> Arc<MetaNode> {
     MetaNode::open(config(dir)).await.expect("meta node opens")
 }
 
+/// A meta node serving its RPC router on a loopback port; its URL.
+pub async fn serve(dir: &std::path::Path) -> (Arc<MetaNode>, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let mut cfg = config(dir);
+    cfg.advertise_addr = addr.clone();
+    let node = MetaNode::open(cfg).await.unwrap();
+    let app = godwit_meta::router(node.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (node, format!("http://{addr}"))
+}
+
 pub fn block(id: &str) -> BlockRef {
     BlockRef {
         id: id.to_string(),
