@@ -26,7 +26,7 @@ impl Region {
     }
 
     fn admin(&self) -> S3 {
-        S3::new(
+        S3::admin(
             &format!("http://{}", self.h.admin_addr),
             ROOT_ID,
             ROOT_SECRET,

@@ -212,7 +212,11 @@ async fn admin_listener_serves_health_metrics_and_keys() {
         .await
         .unwrap();
     assert_eq!(r.status(), 403);
-    let admin_client = S3::new(&admin, &h.root.access_key_id, &h.root.secret_access_key);
+    // A root signature scoped to S3 (header or presigned) is no admin
+    // credential: nothing signed for S3 can be replayed here.
+    let s3_scoped = S3::new(&admin, &h.root.access_key_id, &h.root.secret_access_key);
+    assert_eq!(s3_scoped.get("/admin/v1/keys").await.status(), 403);
+    let admin_client = S3::admin(&admin, &h.root.access_key_id, &h.root.secret_access_key);
     let r = admin_client
         .send("POST", "/admin/v1/keys?name=app", &[], vec![])
         .await;
@@ -226,7 +230,7 @@ async fn admin_listener_serves_health_metrics_and_keys() {
     // The new key works against S3 and cannot use the admin API.
     let app = S3::new(&format!("http://{}", h.s3_addr), id, secret);
     assert_eq!(app.get("/").await.status(), 200);
-    let app_admin = S3::new(&admin, id, secret);
+    let app_admin = S3::admin(&admin, id, secret);
     assert_eq!(app_admin.get("/admin/v1/keys").await.status(), 403);
 
     let listed = admin_client

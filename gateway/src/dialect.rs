@@ -2,7 +2,11 @@
 //!
 //! Decided from the request head before authentication, so that even an
 //! authentication failure is answered in the client's own dialect (OSS
-//! error XML with `x-oss-request-id`, or S3's). Handlers read it from
+//! error XML with `x-oss-request-id`, or S3's). A signed request speaks
+//! the dialect of its signature scheme whatever header prefixes it
+//! carries (an unsigned `x-oss-*` header must not turn an AWS-signed
+//! request into an OSS one); an anonymous request or a CORS preflight
+//! takes its dialect from its headers. Handlers read it from
 //! `Ctx::dialect` where the two differ in what they render.
 
 /// The dialect of one request.
@@ -12,7 +16,7 @@ pub enum Dialect {
     #[default]
     S3,
     /// Alibaba OSS (V1 `OSS ak:sig`, `OSS2`, V4 `OSS4-HMAC-SHA256`, their
-    /// presigned forms, or any `x-oss-*` header).
+    /// presigned forms, or an anonymous request with an `x-oss-*` header).
     Oss,
 }
 
@@ -26,25 +30,42 @@ const OSS_QUERY_PARAMS: [&str; 3] = [
     "x-oss-credential",
 ];
 
+/// Query parameters of AWS presigned URLs (SigV4 and SigV2).
+const AWS_QUERY_PARAMS: [&str; 4] = [
+    "X-Amz-Algorithm",
+    "X-Amz-Credential",
+    "X-Amz-Signature",
+    "AWSAccessKeyId",
+];
+
 impl Dialect {
-    /// OSS when the Authorization header uses an OSS scheme, the query
-    /// carries OSS presigning parameters, or any `x-oss-*` header is
-    /// present; S3 otherwise.
+    /// By signature first: an OSS Authorization scheme or OSS presigning
+    /// parameters are OSS, any other Authorization header or AWS
+    /// presigning parameters are S3. Unsigned requests are OSS when any
+    /// `x-oss-*` header is present, S3 otherwise.
     pub fn detect(parts: &http::request::Parts) -> Dialect {
-        let auth_is_oss = parts
-            .headers
-            .get(http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|a| OSS_AUTH_PREFIXES.iter().any(|p| a.starts_with(p)));
-        let query_is_oss = parts.uri.query().is_some_and(|q| {
-            url::form_urlencoded::parse(q.as_bytes())
-                .any(|(k, _)| OSS_QUERY_PARAMS.contains(&k.as_ref()))
-        });
+        if let Some(auth) = parts.headers.get(http::header::AUTHORIZATION) {
+            let auth = auth.to_str().unwrap_or_default();
+            return if OSS_AUTH_PREFIXES.iter().any(|p| auth.starts_with(p)) {
+                Dialect::Oss
+            } else {
+                Dialect::S3
+            };
+        }
+        let mut aws_query = false;
+        if let Some(q) = parts.uri.query() {
+            for (k, _) in url::form_urlencoded::parse(q.as_bytes()) {
+                if OSS_QUERY_PARAMS.contains(&k.as_ref()) {
+                    return Dialect::Oss;
+                }
+                aws_query |= AWS_QUERY_PARAMS.contains(&k.as_ref());
+            }
+        }
         let header_is_oss = parts
             .headers
             .keys()
             .any(|name| name.as_str().starts_with("x-oss-"));
-        if auth_is_oss || query_is_oss || header_is_oss {
+        if header_is_oss && !aws_query {
             Dialect::Oss
         } else {
             Dialect::S3
@@ -116,7 +137,32 @@ mod tests {
     }
 
     #[test]
-    fn any_oss_header_is_oss() {
+    fn aws_signed_requests_stay_s3_whatever_their_headers() {
+        let v4 = "AWS4-HMAC-SHA256 Credential=AK/20261130/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=ab";
+        for p in [
+            parts(
+                "/b/k",
+                &[("authorization", v4), ("x-oss-copy-source", "/b/s")],
+            ),
+            parts(
+                "/b/k",
+                &[("authorization", "AWS AK:s="), ("x-oss-meta-a", "1")],
+            ),
+            parts(
+                "/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=c",
+                &[("x-oss-meta-a", "1")],
+            ),
+            parts(
+                "/b/k?AWSAccessKeyId=AK&Expires=1&Signature=s",
+                &[("x-oss-object-acl", "public-read")],
+            ),
+        ] {
+            assert_eq!(Dialect::detect(&p), Dialect::S3, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn any_oss_header_is_oss_when_anonymous() {
         assert_eq!(
             Dialect::detect(&parts("/b/k", &[("x-oss-date", "20261130T031020Z")])),
             Dialect::Oss

@@ -102,7 +102,7 @@ impl Gateway {
     /// The S3 listener's app: every method and path goes to one handler.
     pub fn router(self: &Arc<Self>) -> axum::Router {
         axum::Router::new()
-            .fallback(handle)
+            .fallback(handle_catching)
             .with_state(self.clone())
     }
 
@@ -134,6 +134,36 @@ impl Gateway {
 fn new_request_id() -> String {
     let id = uuid::Uuid::new_v4();
     hex::encode_upper(&id.as_bytes()[..8])
+}
+
+/// Runs [`handle`], turning a panic into a logged, counted 500: a bug
+/// must not drop the client's connection (and with it every request
+/// pipelined behind this one).
+async fn handle_catching(gw: State<Arc<Gateway>>, req: Request) -> Response {
+    use futures::FutureExt;
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    match std::panic::AssertUnwindSafe(handle(gw, req))
+        .catch_unwind()
+        .await
+    {
+        Ok(resp) => resp,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            metrics::s3().panics.inc();
+            tracing::error!(%method, %path, panic = %what, "request handler panicked");
+            let request_id = new_request_id();
+            let err = S3Error::InternalError("request handler panicked".into());
+            let mut resp = error_response(err.into(), &path, &request_id, method == Method::HEAD);
+            resp.headers_mut()
+                .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+            resp
+        }
+    }
 }
 
 async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
@@ -199,6 +229,7 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
         )
         .await?;
         check_region(&auth, &gw.cfg.region, &query)?;
+        check_internal_headers(&gw, &parts, &auth).await?;
         let endpoint = endpoint?;
         let mut parts = parts;
         if dialect.is_oss() {
@@ -259,6 +290,35 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
         }
     });
     resp
+}
+
+/// Internal `x-godwit-*` headers (a replica write's origin) are honoured
+/// only from principals granted replica writes; until accounts and bucket
+/// policies exist that is the root key. The authentication step already
+/// made sure the signature covers them. Only replica writes carry them,
+/// so the extra meta read costs client traffic nothing.
+async fn check_internal_headers(
+    gw: &Gateway,
+    parts: &http::request::Parts,
+    auth: &auth::AuthOutcome,
+) -> Result<(), S3Error> {
+    let internal = parts
+        .headers
+        .keys()
+        .any(|k| k.as_str().starts_with("x-godwit-"));
+    if !internal {
+        return Ok(());
+    }
+    let key = gw
+        .meta
+        .get_access_key(&auth.access_key_id)
+        .await
+        .map_err(S3Error::from)?;
+    if key.is_root {
+        Ok(())
+    } else {
+        Err(S3Error::AccessDenied("Access Denied".into()))
+    }
 }
 
 /// S3 answers a SigV4 credential scoped to another region with a

@@ -11,6 +11,8 @@ pub struct S3Metrics {
     pub duration: HistogramVec,
     pub bytes_in: IntCounter,
     pub bytes_out: IntCounter,
+    /// Handler panics caught and answered 500 (each one is a bug).
+    pub panics: IntCounter,
 }
 
 fn register<C: prometheus::core::Collector + Clone + 'static>(c: C) -> C {
@@ -59,6 +61,13 @@ pub fn s3() -> &'static S3Metrics {
             IntCounter::new(
                 "godwit_s3_bytes_out_total",
                 "Object bytes sent in S3 response bodies",
+            )
+            .expect("valid metric"),
+        ),
+        panics: register(
+            IntCounter::new(
+                "godwit_gateway_panics_total",
+                "Panics in S3 request handlers, answered 500 InternalError instead of a dropped connection",
             )
             .expect("valid metric"),
         ),

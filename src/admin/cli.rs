@@ -13,7 +13,7 @@ use godwit_common::types::{AccessKey, DatanodeState, DatanodeStatus};
 use godwit_common::replication::{RemoteInfo, RuleStats};
 
 use super::server::{ClusterStatus, KeySummary, RemoteSummary, RetryOutcome};
-use crate::bench::client::sign_headers;
+use crate::bench::client::sign_admin_headers;
 use crate::credentials::{RootCredentials, ROOT_CREDENTIALS_FILE};
 
 #[derive(Args)]
@@ -149,7 +149,7 @@ impl AdminClient {
             "godwit-admin",
         );
         let hash = hex::encode(sha2::Sha256::digest(&body));
-        let headers = sign_headers(
+        let headers = sign_admin_headers(
             method.as_str(),
             &url,
             &hash,

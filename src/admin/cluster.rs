@@ -127,7 +127,7 @@ async fn authorized<T: serde::de::DeserializeOwned>(
         node: node.clone(),
         root,
     };
-    auth::authenticate(&parts, &lookup, time::OffsetDateTime::now_utc())
+    auth::authenticate_admin(&parts, &lookup, time::OffsetDateTime::now_utc())
         .await
         .map_err(AdminError::Auth)?;
     let parsed = if bytes.is_empty() {

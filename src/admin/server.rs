@@ -147,7 +147,7 @@ impl SecretLookup for MetaSecrets {
 async fn require_root(state: &AdminState, req: Request) -> Result<(), AdminError> {
     let meta = state.meta()?;
     let (parts, _body) = req.into_parts();
-    let outcome = auth::authenticate(
+    let outcome = auth::authenticate_admin(
         &parts,
         &MetaSecrets(meta.clone()),
         time::OffsetDateTime::now_utc(),

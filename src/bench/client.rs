@@ -435,6 +435,31 @@ pub fn sign_headers(
     sign_headers_with(method, url, &[], payload_hash, credentials, region, time)
 }
 
+/// [`sign_headers`] for the admin API: the credential scope names the
+/// admin service (`s3_remote::ADMIN_SERVICE`), the only scope the admin
+/// listener accepts.
+pub fn sign_admin_headers(
+    method: &str,
+    url: &str,
+    payload_hash: &str,
+    credentials: &Credentials,
+    region: &str,
+    time: SystemTime,
+) -> anyhow::Result<HeaderMap> {
+    let signed = s3_remote::sign_service_headers(
+        s3_remote::ADMIN_SERVICE,
+        method,
+        url,
+        &[],
+        payload_hash,
+        credentials,
+        region,
+        time,
+    )
+    .map_err(|e| anyhow!(e))?;
+    header_map(signed)
+}
+
 /// [`sign_headers`] with `extra` headers, signed and returned with the
 /// signature's own.
 fn sign_headers_with(

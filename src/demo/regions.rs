@@ -58,7 +58,7 @@ impl Endpoints {
     /// The source's admin listener (signed for us-east-1, as `godwit
     /// admin` does).
     pub fn admin(&self) -> Client {
-        Client::new(
+        Client::admin(
             &self.source_admin,
             "us-east-1",
             &self.access_key,

@@ -14,7 +14,9 @@ use reqwest::header::{CONTENT_LENGTH, ETAG};
 use reqwest::{Method, Response, StatusCode};
 use sha2::Sha256;
 
-use crate::bench::client::{parse_list_page, sign_headers, uri_encode, UNSIGNED_PAYLOAD};
+use crate::bench::client::{
+    parse_list_page, sign_admin_headers, sign_headers, uri_encode, UNSIGNED_PAYLOAD,
+};
 
 /// The SHA-256 of an empty body, as `x-amz-content-sha256`.
 const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -26,6 +28,8 @@ pub struct Client {
     base: String,
     region: String,
     credentials: Credentials,
+    /// Signs for the admin API's scope instead of S3's.
+    admin: bool,
 }
 
 /// A request body: in memory (hashed and signed) or streamed (sent as
@@ -51,6 +55,15 @@ impl Client {
             base: endpoint.trim_end_matches('/').to_string(),
             region: region.to_string(),
             credentials: Credentials::new(access_key, secret_key, None, None, "godwit-demo"),
+            admin: false,
+        }
+    }
+
+    /// A client of an admin listener (SigV4 scoped to the admin service).
+    pub fn admin(endpoint: &str, region: &str, access_key: &str, secret_key: &str) -> Client {
+        Client {
+            admin: true,
+            ..Client::new(endpoint, region, access_key, secret_key)
         }
     }
 
@@ -69,7 +82,12 @@ impl Client {
             Body::Bytes(b) => hex::encode(Sha256::digest(b)),
             Body::Stream(..) => UNSIGNED_PAYLOAD.to_string(),
         };
-        let signed = sign_headers(
+        let sign = if self.admin {
+            sign_admin_headers
+        } else {
+            sign_headers
+        };
+        let signed = sign(
             method.as_str(),
             &url,
             &hash,

@@ -21,6 +21,8 @@ pub struct S3 {
     pub secret_key: String,
     /// Region signed into the credential scope.
     pub region: String,
+    /// Service of the credential scope: `s3`, or the admin API's.
+    pub service: String,
     pub http: reqwest::Client,
 }
 
@@ -31,10 +33,20 @@ impl S3 {
             access_key: access_key.into(),
             secret_key: secret_key.into(),
             region: "us-east-1".into(),
+            service: "s3".into(),
             http: reqwest::Client::builder()
                 .tcp_nodelay(true)
                 .build()
                 .unwrap(),
+        }
+    }
+
+    /// A client of an admin listener: SigV4 scoped to the admin service,
+    /// the only signatures the admin API accepts.
+    pub fn admin(endpoint: &str, access_key: &str, secret_key: &str) -> Self {
+        S3 {
+            service: "godwit-admin".into(),
+            ..S3::new(endpoint, access_key, secret_key)
         }
     }
 
@@ -77,7 +89,7 @@ impl S3 {
         let params = v4::SigningParams::builder()
             .identity(&identity)
             .region(&self.region)
-            .name("s3")
+            .name(&self.service)
             .time(SystemTime::now())
             .settings(settings)
             .build()

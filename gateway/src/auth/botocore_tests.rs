@@ -123,6 +123,7 @@ async fn decode_and_verify(c: &Captured, payload: &PayloadCheck) -> Vec<u8> {
         access_key_id: "GWTESTAK".into(),
         payload: payload.clone(),
         scheme: super::AuthScheme::AwsV4,
+        signed: Default::default(),
     };
     let frames: Vec<Result<bytes::Bytes, std::io::Error>> = c
         .body

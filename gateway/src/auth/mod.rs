@@ -16,6 +16,8 @@ mod oss_tests;
 mod presign;
 mod sigv2;
 mod sigv4;
+#[cfg(test)]
+mod strict_tests;
 
 use async_trait::async_trait;
 use hmac::{Hmac, Mac};
@@ -93,6 +95,83 @@ impl AuthScheme {
     }
 }
 
+/// Which of the request's headers a signature covers, for the one rule
+/// every scheme shares: each `x-amz-*`, `x-oss-*` and `x-godwit-*`
+/// header present must be inside the signature (see [`unsigned_headers`]).
+#[derive(Clone, Debug, Default)]
+pub struct SignedHeaders {
+    /// Every header with this prefix is part of the string to sign
+    /// (`x-amz-` for SigV2, `x-oss-` for OSS V1, V4 and OSS2).
+    pub prefix: Option<&'static str>,
+    /// Headers the signature names, lowercase (SigV4 `SignedHeaders`, OSS
+    /// `AdditionalHeaders`).
+    pub named: Vec<String>,
+    /// A SigV4 presigned URL, where AWS's own SDKs leave a few headers
+    /// out of the signature (see [`PRESIGNED_UNSIGNED_OK`]).
+    pub presigned: bool,
+}
+
+impl SignedHeaders {
+    /// Covers exactly the `named` headers.
+    pub(crate) fn named(list: &str, presigned: bool) -> Self {
+        SignedHeaders {
+            prefix: None,
+            named: list.split(';').map(|h| h.trim().to_string()).collect(),
+            presigned,
+        }
+    }
+
+    /// Covers every header starting with `prefix`, and `named`.
+    pub(crate) fn prefixed(prefix: &'static str, named: Vec<String>) -> Self {
+        SignedHeaders {
+            prefix: Some(prefix),
+            named,
+            presigned: false,
+        }
+    }
+
+    fn covers(&self, name: &str) -> bool {
+        self.prefix.is_some_and(|p| name.starts_with(p)) || self.named.iter().any(|n| n == name)
+    }
+}
+
+/// Header prefixes that change what a request does, so a signature must
+/// cover every header carrying one.
+const SIGNED_PREFIXES: [&str; 3] = ["x-amz-", "x-oss-", "x-godwit-"];
+
+/// Headers a SigV4 presigned URL may carry unsigned, exactly as AWS
+/// allows them: the payload hash (`x-amz-content-sha256`, which the
+/// payload check holds the body to anyway) and the two that aws-sigv4
+/// never signs in a URL (`x-amz-user-agent`, `x-amz-checksum-mode`; see
+/// its `canonical_request.rs`). None of them selects an operation or
+/// changes stored data.
+pub const PRESIGNED_UNSIGNED_OK: [&str; 3] = [
+    "x-amz-content-sha256",
+    "x-amz-user-agent",
+    "x-amz-checksum-mode",
+];
+
+/// The message S3 answers an unsigned `x-amz-*` header with.
+pub const HEADERS_NOT_SIGNED: &str =
+    "There were headers present in the request which were not signed";
+
+/// The `x-amz-*`, `x-oss-*` and `x-godwit-*` headers of the request that
+/// `signed` does not cover, sorted.
+pub fn unsigned_headers(parts: &http::request::Parts, signed: &SignedHeaders) -> Vec<String> {
+    let mut out: Vec<String> = parts
+        .headers
+        .keys()
+        .map(|k| k.as_str())
+        .filter(|name| SIGNED_PREFIXES.iter().any(|p| name.starts_with(p)))
+        .filter(|name| !signed.covers(name))
+        .filter(|name| !(signed.presigned && PRESIGNED_UNSIGNED_OK.contains(name)))
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 #[derive(Clone, Debug)]
 pub struct AuthOutcome {
     pub access_key_id: String,
@@ -103,17 +182,20 @@ pub struct AuthOutcome {
     pub region: Option<String>,
     /// The scheme that signed the request.
     pub scheme: AuthScheme,
+    /// What the signature covers.
+    pub signed: SignedHeaders,
 }
 
 impl AuthOutcome {
     /// The outcome of a scheme that signs no payload and names no region
     /// (AWS SigV2, OSS V1, OSS2).
-    pub(crate) fn unsigned(access_key_id: &str, scheme: AuthScheme) -> Self {
+    pub(crate) fn unsigned(access_key_id: &str, scheme: AuthScheme, signed: SignedHeaders) -> Self {
         AuthOutcome {
             access_key_id: access_key_id.to_string(),
             payload: PayloadCheck::Unsigned,
             region: None,
             scheme,
+            signed,
         }
     }
 }
@@ -136,7 +218,57 @@ pub async fn authenticate(
 /// came from the Host header (`vhost_bucket`), so that the canonical
 /// resource `/bucket/key` of SigV2, OSS V1 and OSS V4 can be rebuilt.
 /// AWS SigV4 signs the path as sent and ignores it.
+///
+/// A valid signature that leaves out an `x-amz-*`, `x-oss-*` or
+/// `x-godwit-*` header present in the request is refused with
+/// AccessDenied: what a signature covers is what runs (a presigned PUT
+/// URL must not become a CopyObject by an added `x-amz-copy-source`).
 pub async fn authenticate_with_bucket(
+    parts: &http::request::Parts,
+    lookup: &dyn SecretLookup,
+    now: OffsetDateTime,
+    vhost_bucket: Option<&str>,
+) -> Result<AuthOutcome, S3Error> {
+    let outcome = verify_signature(parts, lookup, now, vhost_bucket).await?;
+    let unsigned = unsigned_headers(parts, &outcome.signed);
+    if !unsigned.is_empty() {
+        tracing::debug!(headers = ?unsigned, "unsigned headers refused");
+        return Err(S3Error::AccessDenied(HEADERS_NOT_SIGNED.into()));
+    }
+    Ok(outcome)
+}
+
+/// Admin API requests: SigV4 in the Authorization header only, with a
+/// credential scoped to the admin service ([`ADMIN_SERVICE`]), so that no
+/// signature made for S3 (header or presigned, any scheme) can be
+/// replayed against the admin listener.
+pub async fn authenticate_admin(
+    parts: &http::request::Parts,
+    lookup: &dyn SecretLookup,
+    now: OffsetDateTime,
+) -> Result<AuthOutcome, S3Error> {
+    let query = parse_query(parts.uri.query().unwrap_or(""));
+    let header = parts
+        .headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let Some(rest) = header.and_then(|v| v.strip_prefix(sigv4::ALGORITHM)) else {
+        return Err(S3Error::AccessDenied(
+            "The admin API accepts only AWS4-HMAC-SHA256 Authorization headers".into(),
+        ));
+    };
+    let outcome = sigv4::verify_header(parts, &query, rest, lookup, now, ADMIN_SERVICE).await?;
+    let unsigned = unsigned_headers(parts, &outcome.signed);
+    if !unsigned.is_empty() {
+        return Err(S3Error::AccessDenied(HEADERS_NOT_SIGNED.into()));
+    }
+    Ok(outcome)
+}
+
+/// The SigV4 service name of the admin API's credential scope.
+pub const ADMIN_SERVICE: &str = godwit_common::net::s3_remote::ADMIN_SERVICE;
+
+async fn verify_signature(
     parts: &http::request::Parts,
     lookup: &dyn SecretLookup,
     now: OffsetDateTime,
@@ -166,7 +298,7 @@ pub async fn authenticate_with_bucket(
             .to_str()
             .map_err(|_| S3Error::InvalidArgument("Unsupported Authorization Type".into()))?;
         if let Some(rest) = value.strip_prefix("AWS4-HMAC-SHA256") {
-            return sigv4::verify_header(parts, &query, rest, lookup, now).await;
+            return sigv4::verify_header(parts, &query, rest, lookup, now, sigv4::SERVICE).await;
         }
         if value.starts_with("AWS4-ECDSA-P256-SHA256") {
             // SigV4a (multi-region access points): not offered.

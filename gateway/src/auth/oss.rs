@@ -26,9 +26,10 @@ use super::sigv4::{self, Credential};
 use super::{
     derive_signing_key, expired, format_amz_date, hmac_sha256, parse_amz_date, parse_http_date,
     parse_query, query_value, sha256_hex, signatures_match, uri_encode, within_skew, AuthOutcome,
-    AuthScheme, PayloadCheck, QueryParam, SecretLookup, MAX_CLOCK_SKEW, URI_ENCODE,
+    AuthScheme, PayloadCheck, QueryParam, SecretLookup, SignedHeaders, MAX_CLOCK_SKEW, URI_ENCODE,
 };
 use crate::error::S3Error;
+use crate::s3::router::is_operation_param;
 
 pub(crate) const V4_ALGORITHM: &str = "OSS4-HMAC-SHA256";
 /// `x-oss-signature-version` of an OSS2 presigned URL.
@@ -98,20 +99,27 @@ pub(super) fn is_v2_sdk_sub_resource(name: &str) -> bool {
 /// together (identical to either for every request that uses no
 /// parameter only one of them knows), then each SDK's alone, for a
 /// request carrying a parameter the other SDK would have signed.
+///
+/// Every rule counts the operation-selecting parameters
+/// (`router::OPERATION_PARAMS`) as sub-resources too: the second and third
+/// rules once let a signature made without `rtc` or `comp` verify a
+/// request that carried them, a different operation.
 const V1_RULES: [HmacV1Rules; 3] = [
     HmacV1Rules {
         header_prefix: "x-oss-",
-        is_sub_resource: |name| is_oss2_sub_resource(name) || is_v2_sdk_sub_resource(name),
+        is_sub_resource: |name| {
+            is_oss2_sub_resource(name) || is_v2_sdk_sub_resource(name) || is_operation_param(name)
+        },
         bare_empty_values: true,
     },
     HmacV1Rules {
         header_prefix: "x-oss-",
-        is_sub_resource: is_oss2_sub_resource,
+        is_sub_resource: |name| is_oss2_sub_resource(name) || is_operation_param(name),
         bare_empty_values: true,
     },
     HmacV1Rules {
         header_prefix: "x-oss-",
-        is_sub_resource: is_v2_sdk_sub_resource,
+        is_sub_resource: |name| is_v2_sdk_sub_resource(name) || is_operation_param(name),
         bare_empty_values: true,
     },
 ];
@@ -227,7 +235,11 @@ pub(crate) async fn verify_v1_header(
     if !v1_matches(parts, query, date_line, vhost_bucket, &secret, given.trim()) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome::unsigned(access_key, AuthScheme::OssV1))
+    Ok(AuthOutcome::unsigned(
+        access_key,
+        AuthScheme::OssV1,
+        SignedHeaders::prefixed("x-oss-", Vec::new()),
+    ))
 }
 
 pub(crate) async fn verify_v1_query(
@@ -251,7 +263,11 @@ pub(crate) async fn verify_v1_query(
     if !v1_matches(parts, query, expires, vhost_bucket, &secret, given) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome::unsigned(access_key, AuthScheme::OssV1))
+    Ok(AuthOutcome::unsigned(
+        access_key,
+        AuthScheme::OssV1,
+        SignedHeaders::prefixed("x-oss-", Vec::new()),
+    ))
 }
 
 // ---------------------------------------------------------------- V4
@@ -532,6 +548,7 @@ pub(crate) async fn verify_v4_header(
         payload,
         region: Some(credential.region),
         scheme: AuthScheme::OssV4,
+        signed: SignedHeaders::prefixed("x-oss-", additional),
     })
 }
 
@@ -578,8 +595,11 @@ pub(crate) async fn verify_v4_query(
     }
 
     let secret = lookup.secret(&credential.access_key).await?;
-    if now > signed_at + time::Duration::seconds(expires) {
-        return Err(expired());
+    // Checked: a date near year 9999 plus a week does not fit `time`'s range.
+    match signed_at.checked_add(time::Duration::seconds(expires)) {
+        Some(until) if now <= until => {}
+        Some(_) => return Err(expired()),
+        None => return Err(S3Error::AccessDenied("Request is not valid yet".into())),
     }
     if signed_at - now > MAX_CLOCK_SKEW {
         return Err(S3Error::AccessDenied("Request is not valid yet".into()));
@@ -613,6 +633,7 @@ pub(crate) async fn verify_v4_query(
         payload,
         region: Some(credential.region),
         scheme: AuthScheme::OssV4,
+        signed: SignedHeaders::prefixed("x-oss-", additional),
     })
 }
 
@@ -714,7 +735,11 @@ pub(crate) async fn verify_v2_header(
     if !request.verify(&secret, given) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome::unsigned(access_key, AuthScheme::OssV2))
+    Ok(AuthOutcome::unsigned(
+        access_key,
+        AuthScheme::OssV2,
+        SignedHeaders::prefixed("x-oss-", request.additional_headers),
+    ))
 }
 
 /// `?x-oss-signature-version=OSS2&x-oss-expires=<abs>&x-oss-access-key-id=..
@@ -758,7 +783,11 @@ pub(crate) async fn verify_v2_query(
     if !request.verify(&secret, given) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome::unsigned(access_key, AuthScheme::OssV2))
+    Ok(AuthOutcome::unsigned(
+        access_key,
+        AuthScheme::OssV2,
+        SignedHeaders::prefixed("x-oss-", request.additional_headers),
+    ))
 }
 
 #[cfg(test)]

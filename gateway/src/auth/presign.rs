@@ -8,7 +8,7 @@ use super::sigv4::{
 };
 use super::{
     expired, parse_amz_date, query_value, AuthOutcome, AuthScheme, PayloadCheck, QueryParam,
-    SecretLookup, MAX_CLOCK_SKEW,
+    SecretLookup, SignedHeaders, MAX_CLOCK_SKEW,
 };
 use crate::error::S3Error;
 
@@ -58,14 +58,19 @@ pub(crate) async fn verify(
              \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".",
         )
     })?;
-    if let Some(problem) = credential.scope_problem() {
+    if let Some(problem) = credential.scope_problem(sigv4::SERVICE) {
         return Err(param_error(&format!(
             "Error parsing the X-Amz-Credential parameter; {problem}"
         )));
     }
-    let signed_at = parse_amz_date(date).ok_or_else(|| {
-        param_error("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"")
-    })?;
+    // Exactly `YYYYMMDDTHHMMSSZ`: no padding (a leading Unicode space
+    // once made the day slice below cut a character in two).
+    let bad_date =
+        || param_error("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
+    if date.len() != 16 || !date.is_ascii() {
+        return Err(bad_date());
+    }
+    let signed_at = parse_amz_date(date).ok_or_else(bad_date)?;
     if date[..8] != credential.date {
         return Err(param_error(
             "Invalid credential date. Date is not the same as X-Amz-Date.",
@@ -83,9 +88,15 @@ pub(crate) async fn verify(
         ));
     }
 
+    let signed_headers = signed_headers.to_ascii_lowercase();
+    sigv4::require_host(&signed_headers)?;
+
     let secret = lookup.secret(&credential.access_key).await?;
-    if now > signed_at + time::Duration::seconds(expires) {
-        return Err(expired());
+    // Checked: a date near year 9999 plus a week does not fit `time`'s range.
+    match signed_at.checked_add(time::Duration::seconds(expires)) {
+        Some(until) if now <= until => {}
+        Some(_) => return Err(expired()),
+        None => return Err(S3Error::AccessDenied("Request is not valid yet".into())),
     }
     if signed_at - now > MAX_CLOCK_SKEW {
         return Err(S3Error::AccessDenied("Request is not valid yet".into()));
@@ -107,7 +118,6 @@ pub(crate) async fn verify(
         }
     }
 
-    let signed_headers = signed_headers.to_ascii_lowercase();
     let scope = credential.scope();
     let key = sigv4::signing_key(
         &secret,
@@ -143,6 +153,7 @@ pub(crate) async fn verify(
                 payload,
                 region: Some(credential.region),
                 scheme: AuthScheme::AwsV4,
+                signed: SignedHeaders::named(&signed_headers, true),
             });
         }
     }
@@ -150,7 +161,7 @@ pub(crate) async fn verify(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::{Duration, SystemTime};
 
     use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SignatureLocation};
@@ -161,12 +172,12 @@ mod tests {
     use super::super::test_support::*;
     use super::*;
 
-    fn t0() -> SystemTime {
+    pub(crate) fn t0() -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_472_607)
     }
 
     /// A presigned URL as the SDKs build it, as the server sees it.
-    fn presigned(
+    pub(crate) fn presigned(
         method: &str,
         path_and_query: &str,
         expires: Duration,

@@ -10,9 +10,10 @@ use time::OffsetDateTime;
 
 use super::{
     expired, parse_amz_date, parse_http_date, query_value, signatures_match, within_skew,
-    AuthOutcome, AuthScheme, QueryParam, SecretLookup,
+    AuthOutcome, AuthScheme, QueryParam, SecretLookup, SignedHeaders,
 };
 use crate::error::S3Error;
+use crate::s3::router::is_operation_param;
 
 /// Sub-resources that are part of the canonical resource: botocore's
 /// `HmacV1Auth.QSAOfInterest` (botocore/auth.py), which matches S3's list.
@@ -75,10 +76,12 @@ pub(crate) struct HmacV1Rules {
     pub bare_empty_values: bool,
 }
 
-/// botocore's rules.
+/// botocore's rules, with every operation-selecting parameter counted as
+/// a sub-resource (`router::OPERATION_PARAMS`): a signature made without
+/// one must not be valid for a request that carries it.
 pub(crate) const AWS_V2_RULES: HmacV1Rules = HmacV1Rules {
     header_prefix: "x-amz-",
-    is_sub_resource: |name| SUB_RESOURCES.contains(&name),
+    is_sub_resource: |name| SUB_RESOURCES.contains(&name) || is_operation_param(name),
     bare_empty_values: false,
 };
 
@@ -287,7 +290,11 @@ pub(crate) async fn verify_header(
     ) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome::unsigned(access_key, AuthScheme::AwsV2))
+    Ok(AuthOutcome::unsigned(
+        access_key,
+        AuthScheme::AwsV2,
+        SignedHeaders::prefixed("x-amz-", Vec::new()),
+    ))
 }
 
 /// `(access key, Signature, Expires)` of an HMAC-SHA1 presigned URL,
@@ -333,7 +340,11 @@ pub(crate) async fn verify_query(
     if !check(parts, query, expires, vhost_bucket, &secret, given) {
         return Err(S3Error::SignatureDoesNotMatch);
     }
-    Ok(AuthOutcome::unsigned(access_key, AuthScheme::AwsV2))
+    Ok(AuthOutcome::unsigned(
+        access_key,
+        AuthScheme::AwsV2,
+        SignedHeaders::prefixed("x-amz-", Vec::new()),
+    ))
 }
 
 #[cfg(test)]

@@ -9,12 +9,13 @@ use time::OffsetDateTime;
 use super::{
     derive_signing_key, format_amz_date, hmac_sha256, parse_amz_date, parse_http_date, sha256_hex,
     signatures_match, uri_encode, within_skew, AuthOutcome, AuthScheme, ChunkSigning, PayloadCheck,
-    QueryParam, SecretLookup,
+    QueryParam, SecretLookup, SignedHeaders,
 };
 use crate::error::S3Error;
 
 pub(crate) const ALGORITHM: &str = "AWS4-HMAC-SHA256";
-const SERVICE: &str = "s3";
+/// The service of S3 credential scopes.
+pub(crate) const SERVICE: &str = "s3";
 const TERMINATOR: &str = "aws4_request";
 
 pub(crate) const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
@@ -105,11 +106,12 @@ impl Credential {
         )
     }
 
-    /// The service/terminator problem, if any, in S3's words.
-    pub fn scope_problem(&self) -> Option<String> {
-        if self.service != SERVICE {
+    /// The service/terminator problem, if any, in S3's words; `service`
+    /// is the one this endpoint serves (`s3`, or the admin API's).
+    pub fn scope_problem(&self, service: &str) -> Option<String> {
+        if self.service != service {
             return Some(format!(
-                "incorrect service \"{}\". This endpoint belongs to \"{SERVICE}\".",
+                "incorrect service \"{}\". This endpoint belongs to \"{service}\".",
                 self.service
             ));
         }
@@ -345,6 +347,7 @@ pub(crate) async fn verify_header(
     rest: &str,
     lookup: &dyn SecretLookup,
     now: OffsetDateTime,
+    service: &str,
 ) -> Result<AuthOutcome, S3Error> {
     let fields = parse_header_fields(rest)?;
     let credential = Credential::parse(fields.credential).ok_or_else(|| {
@@ -352,9 +355,11 @@ pub(crate) async fn verify_header(
             "the Credential is mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".",
         )
     })?;
-    if let Some(problem) = credential.scope_problem() {
+    if let Some(problem) = credential.scope_problem(service) {
         return Err(malformed(&problem));
     }
+    let signed_headers = fields.signed_headers.to_ascii_lowercase();
+    require_host(&signed_headers)?;
 
     let payload_value = parts
         .headers
@@ -397,7 +402,6 @@ pub(crate) async fn verify_header(
         return Err(S3Error::RequestTimeTooSkewed);
     }
 
-    let signed_headers = fields.signed_headers.to_ascii_lowercase();
     let scope = credential.scope();
     let key = signing_key(
         &secret,
@@ -436,7 +440,18 @@ pub(crate) async fn verify_header(
         payload,
         region: Some(credential.region),
         scheme: AuthScheme::AwsV4,
+        signed: SignedHeaders::named(&signed_headers, false),
     })
+}
+
+/// SigV4 must sign `host`: without it a signature is valid on any
+/// endpoint that shares the key (S3 requires it too).
+pub(crate) fn require_host(signed_headers: &str) -> Result<(), S3Error> {
+    if signed_headers.split(';').any(|h| h == "host") {
+        Ok(())
+    } else {
+        Err(S3Error::AccessDenied(super::HEADERS_NOT_SIGNED.into()))
+    }
 }
 
 #[cfg(test)]

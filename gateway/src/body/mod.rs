@@ -224,6 +224,7 @@ mod tests {
             access_key_id: "AK".into(),
             payload,
             scheme: crate::auth::AuthScheme::AwsV4,
+            signed: Default::default(),
         }
     }
 

@@ -327,10 +327,18 @@ pub fn require_integrity(body: &SmallBody) -> Result<(), S3Error> {
     Ok(())
 }
 
+/// Earliest original mtime a replica header may carry (2000-01-01).
+const MIN_REPLICA_MTIME_MS: i64 = 946_684_800_000;
+/// How far past our clock a replica's original mtime may be: the regions'
+/// clocks differ, but not by a day.
+const MAX_REPLICA_MTIME_AHEAD_MS: i64 = 24 * 3600 * 1000;
+
 /// `x-godwit-replica-of: <region>;<original last-modified ms>`, sent by a
 /// replication worker of another region: what it writes is a replica.
-/// Any authenticated key may send it (a remote region signs with a key of
-/// this region).
+/// Only principals granted replica writes may send it (`lib.rs` refuses
+/// every `x-godwit-*` header from other keys before dispatch); the time
+/// must be sane, since it decides last-writer-wins and is rendered as
+/// Last-Modified.
 pub fn replica_origin(
     headers: &HeaderMap,
 ) -> Result<Option<godwit_common::replication::ReplicaOrigin>, S3Error> {
@@ -347,8 +355,20 @@ pub fn replica_origin(
     let (region, ms) = text.trim().split_once(';').ok_or_else(malformed)?;
     let region = region.trim();
     let ms: i64 = ms.trim().parse().map_err(|_| malformed())?;
-    if region.is_empty() || ms < 0 {
+    let region_ok = !region.is_empty()
+        && region.len() <= 64
+        && region
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !region_ok {
         return Err(malformed());
+    }
+    let latest = crate::s3::multipart::now_ms().saturating_add(MAX_REPLICA_MTIME_AHEAD_MS);
+    if !(MIN_REPLICA_MTIME_MS..=latest).contains(&ms) {
+        return Err(S3Error::InvalidArgument(format!(
+            "Invalid {} header: the original last-modified time is out of range",
+            godwit_common::replication::REPLICA_HEADER
+        )));
     }
     Ok(Some(godwit_common::replication::ReplicaOrigin {
         region: region.to_string(),
@@ -406,7 +426,29 @@ mod tests {
             .unwrap();
         assert_eq!(o.region, "eu-west");
         assert_eq!(o.original_mtime_ms, 1_700_000_000_123);
-        assert!(replica_origin(&with_replica(" r1 ; 5 ")).unwrap().is_some());
+        assert!(replica_origin(&with_replica(" r1 ; 1700000000000 "))
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn replica_times_outside_a_sane_range_are_invalid_argument() {
+        // Past year 9999 once made every later GET of the key panic.
+        for bad in [
+            "eu-west;5",
+            "eu-west;253402300800000",
+            "eu-west;9223372036854775807",
+            "eu/west;1700000000000",
+            "eu west;1700000000000",
+        ] {
+            assert!(
+                matches!(
+                    replica_origin(&with_replica(bad)),
+                    Err(S3Error::InvalidArgument(_))
+                ),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -45,7 +45,8 @@ pub fn parse_range(value: &str) -> Option<RangeSpec> {
 pub fn resolve(spec: RangeSpec, size: u64) -> Result<(u64, u64), S3Error> {
     match spec {
         RangeSpec::FromTo(a, _) | RangeSpec::From(a) if a >= size => Err(S3Error::InvalidRange),
-        RangeSpec::FromTo(a, b) => Ok((a, (b + 1).min(size))),
+        // Saturating: `bytes=0-18446744073709551615` asks for everything.
+        RangeSpec::FromTo(a, b) => Ok((a, b.saturating_add(1).min(size))),
         RangeSpec::From(a) => Ok((a, size)),
         RangeSpec::Suffix(0) => Err(S3Error::InvalidRange),
         RangeSpec::Suffix(_) if size == 0 => Err(S3Error::InvalidRange),
@@ -114,6 +115,19 @@ mod tests {
         assert_eq!(resolve(From(99), 100).unwrap(), (99, 100));
         assert_eq!(resolve(Suffix(10), 100).unwrap(), (90, 100));
         assert_eq!(resolve(Suffix(500), 100).unwrap(), (0, 100));
+    }
+
+    #[test]
+    fn ranges_up_to_u64_max_clamp_to_the_object() {
+        let max = u64::MAX;
+        let whole = parse_range("bytes=0-18446744073709551615").unwrap();
+        assert_eq!(resolve(whole, 100).unwrap(), (0, 100));
+        let tail = parse_range("bytes=1-18446744073709551615").unwrap();
+        assert_eq!(resolve(tail, 100).unwrap(), (1, 100));
+        assert_eq!(resolve(Suffix(max), 100).unwrap(), (0, 100));
+        assert!(resolve(From(max), 100).is_err());
+        // Past u64: not a range at all, so the header is ignored.
+        assert_eq!(parse_range("bytes=99999999999999999999999-"), None);
     }
 
     #[test]

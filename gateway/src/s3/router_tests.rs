@@ -337,3 +337,44 @@ fn oss_data_path_endpoints() {
         }
     );
 }
+
+#[test]
+fn operation_params_are_sorted_and_cover_every_selector() {
+    assert!(OPERATION_PARAMS.windows(2).all(|w| w[0] < w[1]));
+    // Every query name the router reads to pick an operation is either an
+    // operation parameter (signed as a sub-resource by SigV2 and OSS V1)
+    // or one of the documented protocol limits.
+    const LIMITS: &[&str] = &["list-type", "id"];
+    let src = include_str!("router.rs");
+    let src = &src[..src.find("#[cfg(test)]").unwrap()];
+    let is_name =
+        |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let mut names = Vec::new();
+    // `query.has("x")`, `query.get("x")` and pick tables' `("x", Endpoint)`.
+    for (pat, after) in [
+        ("query.has(\"", "\")"),
+        ("query.get(\"", "\")"),
+        ("(\"", "\","),
+    ] {
+        for (i, _) in src.match_indices(pat) {
+            let rest = &src[i + pat.len()..];
+            let Some(end) = rest.find('"') else { continue };
+            if is_name(&rest[..end]) && rest[end..].starts_with(after) {
+                names.push(rest[..end].to_string());
+            }
+        }
+    }
+    // Table rows rustfmt put on their own line: `"intelligent-tiering",`.
+    names.extend(src.lines().map(str::trim).filter_map(|l| {
+        let n = l.strip_prefix('"')?.strip_suffix("\",")?;
+        is_name(n).then(|| n.to_string())
+    }));
+    assert!(names.iter().any(|n| n == "intelligent-tiering"));
+    assert!(names.iter().any(|n| n == "uploads"));
+    for name in names {
+        assert!(
+            is_operation_param(&name) || LIMITS.contains(&name.as_str()),
+            "router reads `{name}` but it is neither in OPERATION_PARAMS nor a documented limit"
+        );
+    }
+}

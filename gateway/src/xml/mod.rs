@@ -75,7 +75,10 @@ pub fn iso8601_ms(ms: i64) -> String {
 /// `Mon, 30 Nov 2026 04:00:00 GMT`: the format of Last-Modified and other
 /// HTTP date headers (RFC 7231 IMF-fixdate, i.e. RFC 1123 in GMT).
 pub fn http_date(ms: i64) -> String {
-    let secs = ms.div_euclid(1000).max(0) as u64;
+    // httpdate panics past year 9999 (a stored time can come from a
+    // replica header of another region): clamp to what it can write.
+    const LAST_HTTP_DATE_SECS: i64 = 253_402_300_799; // 9999-12-31T23:59:59Z
+    let secs = ms.div_euclid(1000).clamp(0, LAST_HTTP_DATE_SECS) as u64;
     httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
 }
 
@@ -114,6 +117,13 @@ mod tests {
         // 2026-11-30T04:00:00.123Z
         assert_eq!(iso8601_ms(1_796_011_200_123), "2026-11-30T04:00:00.123Z");
         assert_eq!(iso8601_ms(0), "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn dates_past_year_9999_do_not_panic() {
+        assert_eq!(http_date(i64::MAX), "Fri, 31 Dec 9999 23:59:59 GMT");
+        assert_eq!(http_date(i64::MIN), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(iso8601_ms(i64::MAX), "1970-01-01T00:00:00.000Z");
     }
 
     #[test]

@@ -28,8 +28,9 @@ use crate::replication::RemoteInfo;
 
 pub use client::{Headers, RemoteClient, RemoteObject, RemotePart};
 pub use signing::{
-    bucket_path, content_md5, content_md5_from_etag, object_path, sign_headers, tagging_header,
-    uri_encode, EMPTY_SHA256, UNSIGNED_PAYLOAD,
+    bucket_path, content_md5, content_md5_from_etag, object_path, sign_headers,
+    sign_service_headers, tagging_header, uri_encode, ADMIN_SERVICE, EMPTY_SHA256,
+    UNSIGNED_PAYLOAD,
 };
 pub use xml::error_code;
 

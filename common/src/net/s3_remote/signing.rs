@@ -20,12 +20,41 @@ pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934c
 /// `x-amz-content-sha256` of a streamed body the server is not asked to hash.
 pub const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
 
+/// The SigV4 service name of the admin API's credential scope: admin
+/// signatures are never valid against S3, nor S3's against admin.
+pub const ADMIN_SERVICE: &str = "godwit-admin";
+
 /// The SigV4 headers (`authorization`, `x-amz-date`, `x-amz-content-sha256`)
 /// for a request to `url` carrying `headers`, S3 flavour: single URI
 /// encoding, no path normalization, the payload hash sent as a header. The
 /// signature covers `host` (from the URL, default port dropped, as reqwest
 /// sends it) and every header in `headers`.
 pub fn sign_headers(
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    payload_hash: &str,
+    credentials: &Credentials,
+    region: &str,
+    time: SystemTime,
+) -> Result<Vec<(String, String)>, String> {
+    sign_service_headers(
+        "s3",
+        method,
+        url,
+        headers,
+        payload_hash,
+        credentials,
+        region,
+        time,
+    )
+}
+
+/// [`sign_headers`] for another service's credential scope (the admin
+/// API's [`ADMIN_SERVICE`]).
+#[allow(clippy::too_many_arguments)]
+pub fn sign_service_headers(
+    service: &str,
     method: &str,
     url: &str,
     headers: &[(String, String)],
@@ -42,7 +71,7 @@ pub fn sign_headers(
     let params = v4::SigningParams::builder()
         .identity(&identity)
         .region(region)
-        .name("s3")
+        .name(service)
         .time(time)
         .settings(settings)
         .build()
