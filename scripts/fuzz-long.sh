@@ -16,5 +16,5 @@ export GODWIT_FUZZ_SCALE="${1:-20}"
 echo "== fuzz targets, case counts x$GODWIT_FUZZ_SCALE"
 start=$(date +%s)
 cargo test --release -p godwit-gateway -p godwit-datanode -p godwit-common fuzz_ \
-    -- --test-threads=2 2>&1 | grep -E '^test |test result: .* [1-9][0-9]* passed|minimal failing|panicked'
+    -- --test-threads=2 2>&1 | grep -E '^test |test result: .* [1-9][0-9]* passed|minimal failing|Test failed|panicked'
 echo "== done in $(( $(date +%s) - start )) s"
