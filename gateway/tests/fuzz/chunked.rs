@@ -243,8 +243,10 @@ proptest! {
         let trailers = BTreeMap::from([("x-amz-checksum-crc32".to_string(), "AAAAAA==".to_string())]);
         let mut body = encode(mode, &data, &sizes, &trailers);
         let at = at % body.len();
-        prop_assume!(body[at] != byte);
-        body[at] = byte;
+        // XOR with a non-zero byte always changes it (an assumption that
+        // rejected equal bytes ran into proptest's global reject limit
+        // in long runs).
+        body[at] ^= byte.max(1);
         let (out, end) = run(mode, &body, &[body.len()], None);
         if end.is_ok() {
             prop_assert_eq!(out, data);
