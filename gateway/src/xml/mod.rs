@@ -28,9 +28,30 @@ pub fn render<T: Serialize>(root: &str, value: &T) -> Result<String, S3Error> {
 }
 
 /// Parses a request document; anything that does not fit is `MalformedXML`.
+///
+/// A document with a DOCTYPE anywhere is refused first: S3's request
+/// bodies have no DTD, and quick-xml 0.37's deserializer panics on a
+/// DOCTYPE between two runs of text (`<a>x<!DOCTYPE y>z</a>`, found by
+/// `fuzz_xml_request_bodies`; fixed upstream in tafia/quick-xml#964).
 pub fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, S3Error> {
     let text = std::str::from_utf8(body).map_err(|_| S3Error::MalformedXML)?;
+    if has_doctype(body) {
+        return Err(S3Error::MalformedXML);
+    }
     quick_xml::de::from_str(text).map_err(|_| S3Error::MalformedXML)
+}
+
+/// Whether the reader meets a DOCTYPE before the end or the first error
+/// (an error is the deserializer's to report).
+fn has_doctype(body: &[u8]) -> bool {
+    let mut reader = quick_xml::Reader::from_reader(body);
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::DocType(_)) => return true,
+            Ok(quick_xml::events::Event::Eof) | Err(_) => return false,
+            Ok(_) => {}
+        }
+    }
 }
 
 /// The error document of every failed request (GET/PUT/...; HEAD has none).
@@ -72,13 +93,16 @@ pub fn iso8601_ms(ms: i64) -> String {
     )
 }
 
+/// 9999-12-31T23:59:59Z in seconds since the epoch.
+const MAX_HTTP_DATE_SECS: i64 = 253_402_300_799;
+
 /// `Mon, 30 Nov 2026 04:00:00 GMT`: the format of Last-Modified and other
 /// HTTP date headers (RFC 7231 IMF-fixdate, i.e. RFC 1123 in GMT).
+/// Clamped to 9999-12-31T23:59:59Z, the last instant the format can
+/// show (`httpdate` panics past it): a stored timestamp beyond it, such
+/// as a replica's clock from another region, must not fail a GET.
 pub fn http_date(ms: i64) -> String {
-    // httpdate panics past year 9999 (a stored time can come from a
-    // replica header of another region): clamp to what it can write.
-    const LAST_HTTP_DATE_SECS: i64 = 253_402_300_799; // 9999-12-31T23:59:59Z
-    let secs = ms.div_euclid(1000).clamp(0, LAST_HTTP_DATE_SECS) as u64;
+    let secs = ms.div_euclid(1000).clamp(0, MAX_HTTP_DATE_SECS) as u64;
     httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
 }
 
@@ -120,18 +144,47 @@ mod tests {
     }
 
     #[test]
-    fn dates_past_year_9999_do_not_panic() {
-        assert_eq!(http_date(i64::MAX), "Fri, 31 Dec 9999 23:59:59 GMT");
-        assert_eq!(http_date(i64::MIN), "Thu, 01 Jan 1970 00:00:00 GMT");
-        assert_eq!(iso8601_ms(i64::MAX), "1970-01-01T00:00:00.000Z");
-    }
-
-    #[test]
     fn http_date_is_rfc1123_gmt() {
         assert_eq!(
             http_date(1_796_011_200_999),
             "Mon, 30 Nov 2026 04:00:00 GMT"
         );
+    }
+
+    /// Found by `fuzz_xml_record_dates`: 9999-12-31T23:59:59Z plus one
+    /// millisecond-rounded second panicked in `httpdate`.
+    #[test]
+    fn http_date_past_year_9999_is_clamped() {
+        assert_eq!(
+            http_date(253_402_300_800_000),
+            "Fri, 31 Dec 9999 23:59:59 GMT"
+        );
+        assert_eq!(http_date(i64::MAX), "Fri, 31 Dec 9999 23:59:59 GMT");
+        assert_eq!(http_date(i64::MIN), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(iso8601_ms(i64::MAX), "1970-01-01T00:00:00.000Z");
+    }
+
+    /// Found by `fuzz_xml_request_bodies` (minimal input below): quick-xml's
+    /// deserializer hit `unreachable!()` on a DOCTYPE inside text.
+    #[test]
+    fn doctype_anywhere_is_malformed_not_a_panic() {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Rtc {
+            #[serde(rename = "ID")]
+            id: String,
+        }
+        for body in [
+            "<RtcConfiguration><ID>r1</ID><RTC><Status>d<!DOCTYPE a [<!ENTITY e \"x\">]>isabled</Status></RTC></RtcConfiguration>",
+            "<a><ID>x<!DOCTYPE y>z</ID></a>",
+            "<!DOCTYPE a><a><ID>x</ID></a>",
+        ] {
+            assert!(
+                matches!(parse::<Rtc>(body.as_bytes()), Err(S3Error::MalformedXML)),
+                "{body}"
+            );
+        }
+        assert_eq!(parse::<Rtc>(b"<a><ID>x</ID></a>").unwrap().id, "x");
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //! quick-xml.
 
 mod client;
+#[cfg(test)]
+mod fuzz_tests;
 mod signing;
 mod xml;
 
