@@ -24,7 +24,7 @@ from cryptography.x509.oid import NameOID
 
 import s3util
 from conftest import _aws_path, _check_binary
-from s3util import GodwitServer, ServerError, make_client, new_server_root, remove_root
+from s3util import GodwitServer, ServerError, new_server_root, remove_root
 
 
 def _name(cn: str) -> x509.Name:
@@ -148,8 +148,23 @@ def tls_server():
     remove_root(root)
 
 
+def _boto3(tls_server, verify):
+    import boto3
+    from botocore.config import Config
+
+    return boto3.session.Session().client(
+        "s3",
+        endpoint_url=tls_server.endpoint,
+        aws_access_key_id=tls_server.access_key,
+        aws_secret_access_key=tls_server.secret_key,
+        region_name=tls_server.region,
+        verify=verify,
+        config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1}),
+    )
+
+
 def test_boto3_round_trip_over_tls_with_the_ca_bundle(tls_server):
-    s3 = make_client(tls_server.endpoint, verify=str(tls_server.ca_path))
+    s3 = _boto3(tls_server, str(tls_server.ca_path))
     bucket = s3util.unique_bucket_name("tls")
     s3.create_bucket(Bucket=bucket)
     body = os.urandom(3 * s3util.MIB + 11)
@@ -160,7 +175,7 @@ def test_boto3_round_trip_over_tls_with_the_ca_bundle(tls_server):
 
 
 def test_a_client_without_the_ca_is_refused(tls_server):
-    s3 = make_client(tls_server.endpoint)
+    s3 = _boto3(tls_server, None)
     with pytest.raises(SSLError):
         s3.list_buckets()
 
@@ -206,7 +221,11 @@ def test_aws_cli_with_ca_bundle_flag_and_env(tls_server, tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-def test_oss2_over_tls_with_the_session_verifying_the_ca(tls_server):
+def test_oss2_over_tls_with_the_session_verifying_the_ca(tls_server, monkeypatch):
+    # requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE override a
+    # session's `verify`: only the session's setting may count here.
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     session = oss2.Session()
     session.session.verify = str(tls_server.ca_path)
     auth = oss2.Auth(tls_server.access_key, tls_server.secret_key)
