@@ -57,6 +57,15 @@ pub struct FileConfig {
     /// Meta peers: `["1=http://meta1:9002", ...]` or one comma-separated
     /// string.
     pub peers: Option<PeersToml>,
+    // ---- listeners and outbound TLS (`NetArgs`) ----
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub ca_file: Option<PathBuf>,
+    pub insecure_skip_verify: Option<bool>,
+    pub header_read_timeout_secs: Option<u64>,
+    pub body_idle_timeout_secs: Option<u64>,
+    pub keepalive_idle_secs: Option<u64>,
+    pub max_connections: Option<usize>,
 }
 
 /// `peers` in a TOML file: a list of `ID=URL`, or one string of them.
@@ -198,6 +207,8 @@ pub struct ServerArgs {
     #[arg(long = "domain", env = "GODWIT_DOMAINS", value_delimiter = ',')]
     pub domains: Vec<String>,
     #[command(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]
     pub replication: ReplicationArgs,
@@ -256,6 +267,7 @@ pub struct ServerConfig {
     /// Virtual-hosted-style domains, normalized.
     pub domains: Vec<String>,
     pub storage: Storage,
+    pub net: Net,
     pub replication: godwit_replication::ReplicatorConfig,
     pub tier: Tier,
     pub datanode_tier: DatanodeTier,
@@ -286,6 +298,7 @@ impl ServerConfig {
                 .admin_listen
                 .or(f.admin_listen.take())
                 .unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
+            net: a.net.resolve(&mut f)?,
             storage: Storage::resolve(a.storage, &mut f)?,
         })
     }
@@ -322,6 +335,8 @@ pub struct MetaArgs {
     #[arg(long, env = "GODWIT_PEERS", value_delimiter = ',')]
     pub peers: Option<Vec<String>>,
     #[command(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]
     pub tier: TierArgs,
@@ -339,6 +354,7 @@ pub struct MetaRoleConfig {
     /// Node id -> `host:port`; empty without --peers.
     pub peers: std::collections::BTreeMap<u64, String>,
     pub storage: Storage,
+    pub net: Net,
     pub tier: Tier,
 }
 
@@ -379,6 +395,7 @@ impl MetaRoleConfig {
                 (None, Some(PeersToml::One(p))) => vec![p],
                 (None, None) => Vec::new(),
             })?,
+            net: a.net.resolve(&mut f)?,
             storage: Storage::resolve(a.storage, &mut f)?,
         })
     }
@@ -402,6 +419,8 @@ pub struct DatanodeArgs {
     #[command(flatten)]
     pub meta_link: MetaLinkArgs,
     #[command(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]
     pub datanode_tier: DatanodeTierArgs,
@@ -416,6 +435,7 @@ pub struct DatanodeRoleConfig {
     pub node_id: u64,
     pub meta: MetaLink,
     pub storage: Storage,
+    pub net: Net,
     pub tier: DatanodeTier,
 }
 
@@ -443,6 +463,7 @@ impl DatanodeRoleConfig {
             node_id: a.node_id.or(f.node_id).unwrap_or(1),
             meta: a.meta_link.resolve(&mut f)?,
             tier: a.datanode_tier.resolve(&mut f),
+            net: a.net.resolve(&mut f)?,
             storage: Storage::resolve(a.storage, &mut f)?,
         })
     }
@@ -497,6 +518,8 @@ pub struct GatewayArgs {
     #[command(flatten)]
     pub meta_link: MetaLinkArgs,
     #[command(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
     pub storage: StorageArgs,
 }
 
@@ -509,6 +532,7 @@ pub struct GatewayRoleConfig {
     pub domains: Vec<String>,
     pub meta: MetaLink,
     pub storage: Storage,
+    pub net: Net,
 }
 
 impl GatewayRoleConfig {
@@ -529,6 +553,7 @@ impl GatewayRoleConfig {
                 .or(f.region.take())
                 .unwrap_or_else(|| DEFAULT_REGION.into()),
             meta: a.meta_link.resolve(&mut f)?,
+            net: a.net.resolve(&mut f)?,
             storage: Storage::resolve(a.storage, &mut f)?,
         })
     }
@@ -546,12 +571,15 @@ pub struct ReplicatorArgs {
     #[command(flatten)]
     pub meta_link: MetaLinkArgs,
     #[command(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
     pub replication: ReplicationArgs,
 }
 
 #[derive(Debug)]
 pub struct ReplicatorRoleConfig {
     pub admin_listen: String,
+    pub net: Net,
     pub meta: MetaLink,
     pub replication: godwit_replication::ReplicatorConfig,
 }
@@ -569,8 +597,136 @@ impl ReplicatorRoleConfig {
                 .or(f.admin_listen.take())
                 .unwrap_or_else(|| "127.0.0.1:9005".into()),
             meta: a.meta_link.resolve(&mut f)?,
+            net: a.net.resolve(&mut f)?,
             replication: a.replication.resolve(&region),
         })
+    }
+}
+
+// ---- listeners (TLS, limits) and outbound TLS ----
+
+/// What outbound HTTPS clients trust, beside the system's roots.
+#[derive(Args, Debug, Default, Clone)]
+pub struct OutboundTlsArgs {
+    /// Extra PEM CA bundle trusted by every outbound client (meta,
+    /// datanode and replication links), on top of the system's roots.
+    #[arg(long, env = "GODWIT_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Do not check outbound TLS certificates at all. For tests with
+    /// throwaway certificates only: it gives up what TLS protects.
+    #[arg(long, env = "GODWIT_INSECURE_SKIP_VERIFY")]
+    pub insecure_skip_verify: bool,
+}
+
+impl OutboundTlsArgs {
+    /// Makes these the process's outbound TLS settings.
+    pub fn apply(&self) -> anyhow::Result<()> {
+        godwit_common::net::tls::configure(self.ca_file.as_deref(), self.insecure_skip_verify)
+            .map_err(|e| anyhow::anyhow!("--ca-file: {e}"))
+    }
+}
+
+/// TLS and limits of a role's listeners, and its outbound TLS.
+#[derive(Args, Debug, Default, Clone)]
+pub struct NetArgs {
+    /// PEM certificate chain: every listener of this process (S3, admin,
+    /// meta, datanode) serves TLS with it. Reloaded on SIGHUP.
+    #[arg(long, env = "GODWIT_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "GODWIT_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub outbound: OutboundTlsArgs,
+    /// Seconds from a request head's first byte to its end (and for a TLS
+    /// handshake); 0: none. Default 30.
+    #[arg(long, env = "GODWIT_HEADER_READ_TIMEOUT_SECS")]
+    pub header_read_timeout_secs: Option<u64>,
+    /// Seconds a request body may send nothing before the request is cut
+    /// (the upload is abandoned); 0: none. Default 60.
+    #[arg(long, env = "GODWIT_BODY_IDLE_TIMEOUT_SECS")]
+    pub body_idle_timeout_secs: Option<u64>,
+    /// Seconds a keep-alive connection may sit idle between requests;
+    /// 0: none. Default 120.
+    #[arg(long, env = "GODWIT_KEEPALIVE_IDLE_SECS")]
+    pub keepalive_idle_secs: Option<u64>,
+    /// Connections served at once per listener; more are answered 503
+    /// SlowDown and closed. 0: no cap. Default 4096.
+    #[arg(long, env = "GODWIT_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+}
+
+/// `NetArgs` resolved.
+#[derive(Debug, Clone, Default)]
+pub struct Net {
+    /// (certificate chain, key) PEM files.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    pub ca_file: Option<PathBuf>,
+    pub insecure_skip_verify: bool,
+    pub limits: crate::listen::Limits,
+}
+
+impl NetArgs {
+    fn resolve(self, f: &mut FileConfig) -> anyhow::Result<Net> {
+        use crate::listen::*;
+        let secs = |a: Option<u64>, f: Option<u64>, d: u64| {
+            std::time::Duration::from_secs(a.or(f).unwrap_or(d))
+        };
+        let tls = match (
+            self.tls_cert.or(f.tls_cert.take()),
+            self.tls_key.or(f.tls_key.take()),
+        ) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            _ => anyhow::bail!("--tls-cert and --tls-key go together"),
+        };
+        Ok(Net {
+            tls,
+            ca_file: self.outbound.ca_file.or(f.ca_file.take()),
+            insecure_skip_verify: self.outbound.insecure_skip_verify
+                || f.insecure_skip_verify.unwrap_or(false),
+            limits: Limits {
+                header_read_timeout: secs(
+                    self.header_read_timeout_secs,
+                    f.header_read_timeout_secs,
+                    DEFAULT_HEADER_READ_TIMEOUT_SECS,
+                ),
+                body_idle_timeout: secs(
+                    self.body_idle_timeout_secs,
+                    f.body_idle_timeout_secs,
+                    DEFAULT_BODY_IDLE_TIMEOUT_SECS,
+                ),
+                keepalive_idle: secs(
+                    self.keepalive_idle_secs,
+                    f.keepalive_idle_secs,
+                    DEFAULT_KEEPALIVE_IDLE_SECS,
+                ),
+                max_connections: self
+                    .max_connections
+                    .or(f.max_connections)
+                    .unwrap_or(DEFAULT_MAX_CONNECTIONS),
+            },
+        })
+    }
+}
+
+impl Net {
+    /// Applies the outbound TLS settings to this process and prepares the
+    /// listeners' TLS (certificate read now, so a bad file fails the start;
+    /// reloaded on SIGHUP until `shutdown`).
+    pub fn start(
+        &self,
+        shutdown: &tokio_util::sync::CancellationToken,
+    ) -> anyhow::Result<crate::listen::Serving> {
+        godwit_common::net::tls::configure(self.ca_file.as_deref(), self.insecure_skip_verify)
+            .map_err(|e| anyhow::anyhow!("--ca-file: {e}"))?;
+        match &self.tls {
+            None => Ok(crate::listen::Serving::plain(self.limits.clone())),
+            Some((cert, key)) => {
+                let cert = crate::listen::ReloadingCert::open(cert, key)?;
+                crate::listen::Serving::with_tls(&cert, self.limits.clone(), shutdown)
+            }
+        }
     }
 }
 

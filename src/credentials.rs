@@ -45,6 +45,19 @@ pub fn generate_key_pair() -> (String, String) {
     (id, secret)
 }
 
+/// Checks a key imported with its own id and secret: ids of 3 to 128
+/// letters and digits (as AWS's, without `_`), secrets of 8 to 128
+/// printable ASCII characters without spaces.
+pub fn check_imported_key(id: &str, secret: &str) -> Result<(), String> {
+    if !(3..=128).contains(&id.len()) || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err("an access key id is 3 to 128 letters and digits".into());
+    }
+    if !(8..=128).contains(&secret.len()) || !secret.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("a secret key is 8 to 128 printable characters without spaces".into());
+    }
+    Ok(())
+}
+
 /// Root credentials: `GODWIT_ACCESS_KEY_ID` / `GODWIT_SECRET_ACCESS_KEY`
 /// when set; else the ones stored in `data_dir`; else new ones, stored and
 /// printed once.

@@ -48,11 +48,15 @@ struct HealthArgs {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 5)]
     timeout_secs: u64,
+    /// For an https URL: extra CA bundle, or no check at all.
+    #[command(flatten)]
+    tls: config::OutboundTlsArgs,
 }
 
 /// GETs `url`; an error unless the answer is 200 OK.
 async fn health(a: HealthArgs) -> anyhow::Result<()> {
-    let client = reqwest::Client::builder()
+    a.tls.apply()?;
+    let client = godwit_common::net::tls::client_builder()
         .timeout(std::time::Duration::from_secs(a.timeout_secs))
         .build()?;
     let status = client.get(&a.url).send().await?.status();

@@ -69,16 +69,18 @@ fn gateway_config(region: &str, s: &Storage, domains: &[String]) -> GatewayConfi
 async fn start_admin(
     addr: &str,
     meta: Option<Arc<dyn MetaApi>>,
+    serving: &listen::Serving,
     shutdown: &CancellationToken,
     tasks: &mut Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
 ) -> anyhow::Result<(Arc<AdminState>, std::net::SocketAddr)> {
     let state = Arc::new(AdminState::new(meta));
     let listener = listen::bind(addr).await?;
     let local = listener.local_addr()?;
-    tracing::info!(addr = %local, "admin listener");
+    tracing::info!(addr = %local, scheme = serving.scheme(), "admin listener");
     tasks.push(tokio::spawn(listen::serve(
         listener,
         crate::admin::server::router(state.clone()),
+        serving.clone(),
         shutdown.clone(),
     )));
     Ok((state, local))
@@ -89,6 +91,15 @@ async fn join_all(tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>) -> an
         t.await.context("listener task panicked")??;
     }
     Ok(())
+}
+
+/// The address a role registers for itself: `https://host:port` when its
+/// listeners serve TLS (peers then call it over https), else `host:port`.
+fn advertised(addr: &str, serving: &listen::Serving) -> String {
+    match serving.scheme() {
+        "https" if !addr.contains("://") => format!("https://{addr}"),
+        _ => addr.to_string(),
+    }
 }
 
 /// A running all-in-one server (for in-process tests and `run_server`).
@@ -114,8 +125,10 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
     let shutdown = CancellationToken::new();
+    let serving = cfg.net.start(&shutdown)?;
     let mut tasks = Vec::new();
-    let (admin, admin_addr) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let (admin, admin_addr) =
+        start_admin(&cfg.admin_listen, None, &serving, &shutdown, &mut tasks).await?;
     let s3_listener = listen::bind(&cfg.s3_listen).await?;
     let s3_addr = s3_listener.local_addr()?;
 
@@ -179,10 +192,15 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         Replicator::new(cfg.replication.clone(), meta_api.clone(), router).spawn(shutdown.clone());
     admin.set_meta(meta_api.clone());
     admin.set_meta_node(meta.clone(), root.clone());
-    tracing::info!(addr = %s3_listener.local_addr()?, region = %cfg.region, data_dir = %cfg.data_dir.display(), "S3 listener");
+    admin.set_on_key_created(Arc::new({
+        let gateway = gateway.clone();
+        move |id: &str| gateway.key_created(id)
+    }));
+    tracing::info!(addr = %s3_listener.local_addr()?, scheme = serving.scheme(), region = %cfg.region, data_dir = %cfg.data_dir.display(), "S3 listener");
     tasks.push(tokio::spawn(listen::serve(
         s3_listener,
         gateway.router(),
+        serving.clone(),
         shutdown.clone(),
     )));
     admin.ready.store(true, Ordering::Release);
@@ -210,8 +228,9 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.data_dir)?;
     let shutdown = CancellationToken::new();
     listen::cancel_on_signal(shutdown.clone());
+    let serving = cfg.net.start(&shutdown)?;
     let mut tasks = Vec::new();
-    let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let (admin, _) = start_admin(&cfg.admin_listen, None, &serving, &shutdown, &mut tasks).await?;
     let internal = listen::bind(&cfg.listen).await?;
     let secret = ClusterSecret::new(&cfg.cluster_secret);
     let root = credentials::root_credentials(&cfg.data_dir)?;
@@ -220,7 +239,7 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
         .peers
         .get(&cfg.node_id)
         .cloned()
-        .unwrap_or_else(|| cfg.advertise.clone());
+        .unwrap_or_else(|| advertised(&cfg.advertise, &serving));
     let meta = MetaNode::open(MetaConfig {
         node_id: cfg.node_id,
         data_dir: cfg.data_dir.join("meta"),
@@ -245,6 +264,7 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
     tasks.push(tokio::spawn(listen::serve(
         internal,
         godwit_meta::router(meta.clone()),
+        serving.clone(),
         shutdown.clone(),
     )));
     if !cfg.peers.is_empty() {
@@ -331,11 +351,14 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.data_dir)?;
     let shutdown = CancellationToken::new();
     listen::cancel_on_signal(shutdown.clone());
+    let serving = cfg.net.start(&shutdown)?;
+    // Gateways and meta reach this node at its registered address.
+    let advertise = advertised(&cfg.advertise, &serving);
     let mut tasks = Vec::new();
     let secret = ClusterSecret::new(&cfg.meta.cluster_secret);
     let meta: Arc<dyn MetaApi> =
         Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
-    let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let (admin, _) = start_admin(&cfg.admin_listen, None, &serving, &shutdown, &mut tasks).await?;
     let internal = listen::bind(&cfg.listen).await?;
     let datanode = Datanode::open(DatanodeConfig {
         node_id: cfg.node_id,
@@ -347,11 +370,12 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
     tasks.push(tokio::spawn(listen::serve(
         internal,
         godwit_datanode::router(datanode.clone()),
+        serving.clone(),
         shutdown.clone(),
     )));
     let info = DatanodeInfo {
         id: cfg.node_id,
-        addr: cfg.advertise.clone(),
+        addr: advertise.clone(),
         zone: cfg.tier.zone.clone(),
     };
     until_ok("registering with meta", || async {
@@ -365,7 +389,7 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
         shutdown.clone(),
     );
     let (heartbeat, scrubber) =
-        start_datanode_upkeep(&datanode, &meta, &cfg.advertise, &cfg.tier, &shutdown);
+        start_datanode_upkeep(&datanode, &meta, &advertise, &cfg.tier, &shutdown);
     admin.ready.store(true, Ordering::Release);
     tracing::info!(listen = %cfg.listen, node_id = cfg.node_id, zone = ?cfg.tier.zone, "datanode role ready");
     let result = join_all(tasks).await;
@@ -378,11 +402,12 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
 pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     listen::cancel_on_signal(shutdown.clone());
+    let serving = cfg.net.start(&shutdown)?;
     let mut tasks = Vec::new();
     let secret = ClusterSecret::new(&cfg.meta.cluster_secret);
     let meta: Arc<dyn MetaApi> =
         Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
-    let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let (admin, _) = start_admin(&cfg.admin_listen, None, &serving, &shutdown, &mut tasks).await?;
     let s3_listener = listen::bind(&cfg.s3_listen).await?;
     let router = NetworkRouter::new(secret);
     // Serve only once a datanode is known: a gateway that started before
@@ -403,24 +428,30 @@ pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
         router,
     );
     admin.set_meta(meta);
+    admin.set_on_key_created(Arc::new({
+        let gateway = gateway.clone();
+        move |id: &str| gateway.key_created(id)
+    }));
     tasks.push(tokio::spawn(listen::serve(
         s3_listener,
         gateway.router(),
+        serving.clone(),
         shutdown.clone(),
     )));
     admin.ready.store(true, Ordering::Release);
-    tracing::info!(s3 = %cfg.s3_listen, "gateway role ready");
+    tracing::info!(s3 = %cfg.s3_listen, scheme = serving.scheme(), "gateway role ready");
     join_all(tasks).await
 }
 
 pub async fn run_replicator(cfg: ReplicatorRoleConfig) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     listen::cancel_on_signal(shutdown.clone());
+    let serving = cfg.net.start(&shutdown)?;
     let mut tasks = Vec::new();
     let secret = ClusterSecret::new(&cfg.meta.cluster_secret);
     let meta: Arc<dyn MetaApi> =
         Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
-    let (admin, _) = start_admin(&cfg.admin_listen, None, &shutdown, &mut tasks).await?;
+    let (admin, _) = start_admin(&cfg.admin_listen, None, &serving, &shutdown, &mut tasks).await?;
     let router = NetworkRouter::new(secret);
     until_ok("waiting for a registered datanode", || async {
         match router.refresh(meta.as_ref()).await? {

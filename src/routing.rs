@@ -98,7 +98,7 @@ impl NetworkRouter {
         let list = meta.list_datanodes().await?;
         let mut nodes = self.nodes.write().expect("router lock");
         for dn in list {
-            let url = format!("http://{}", dn.addr);
+            let url = godwit_common::net::tls::base_url(&dn.addr);
             let client: Arc<dyn BlockStore> = Arc::new(BlockClient::new(
                 url,
                 self.secret.clone(),

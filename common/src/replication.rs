@@ -35,6 +35,11 @@ pub struct RemoteInfo {
     /// take what they need first.
     #[serde(default)]
     pub bandwidth_limit: Option<u64>,
+    /// PEM CA bundle trusted for this remote's `https://` endpoint, on top
+    /// of the system's roots and `--ca-file` (absent in records written
+    /// before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_pem: Option<String>,
 }
 
 /// A bucket's replication configuration, as PutBucketReplication stores it.

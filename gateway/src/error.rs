@@ -41,6 +41,10 @@ pub enum S3Error {
         "You did not provide the number of bytes specified by the Content-Length HTTP header."
     )]
     IncompleteBody,
+    /// The client stopped sending the body for the listener's body idle
+    /// timeout; the upload is abandoned.
+    #[error("Your socket connection to the server was not read from or written to within the timeout period.")]
+    RequestTimeout,
     /// PUT without Content-Length (and not chunked).
     #[error("You must provide the Content-Length HTTP header.")]
     MissingContentLength,
@@ -144,6 +148,7 @@ impl S3Error {
             BadDigest(_) => "BadDigest",
             InvalidDigest(_) => "InvalidDigest",
             IncompleteBody => "IncompleteBody",
+            RequestTimeout => "RequestTimeout",
             MissingContentLength => "MissingContentLength",
             InvalidRequest(_) => "InvalidRequest",
             InvalidArgument(_) => "InvalidArgument",
@@ -193,6 +198,7 @@ impl S3Error {
             | BadDigest(_)
             | InvalidDigest(_)
             | IncompleteBody
+            | RequestTimeout
             | InvalidRequest(_)
             | InvalidArgument(_)
             | MalformedXML

@@ -2,6 +2,14 @@
 //! one, and asking meta (a Raft read) each time would double the latency of
 //! small requests. Entries live a few seconds, so a deleted key stops
 //! working almost at once.
+//!
+//! Unknown key ids are remembered too, briefly (`UNKNOWN_TTL`) and in a
+//! bounded cache, so a flood of requests with made-up key ids costs one
+//! meta read per id every two seconds rather than one per request. A key
+//! created through this process's admin API clears its entry at once
+//! (`forget_unknown`); a key created through another process (another
+//! gateway's admin listener, a meta node's) is found within `UNKNOWN_TTL`,
+//! which is the bound across processes.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,11 +23,17 @@ use crate::error::S3Error;
 
 /// How long a secret is trusted without asking meta again.
 pub const SECRET_TTL: Duration = Duration::from_secs(5);
+/// How long an unknown key id is answered InvalidAccessKeyId without
+/// asking meta again.
+pub const UNKNOWN_TTL: Duration = Duration::from_secs(2);
+/// Unknown key ids remembered at most (the oldest go first).
+pub const UNKNOWN_CAPACITY: u64 = 100_000;
 
 pub struct SecretCache {
     meta: Arc<dyn MetaApi>,
     ttl: Duration,
     entries: Mutex<HashMap<String, (String, Instant)>>,
+    unknown: moka::sync::Cache<String, ()>,
 }
 
 impl SecretCache {
@@ -28,7 +42,22 @@ impl SecretCache {
             meta,
             ttl,
             entries: Mutex::new(HashMap::new()),
+            unknown: moka::sync::Cache::builder()
+                .max_capacity(UNKNOWN_CAPACITY)
+                .time_to_live(UNKNOWN_TTL)
+                .build(),
         }
+    }
+
+    /// A key `access_key_id` was just created: stop answering it as unknown.
+    pub fn forget_unknown(&self, access_key_id: &str) {
+        self.unknown.invalidate(access_key_id);
+    }
+
+    /// Key ids cached as unknown (for tests and metrics).
+    pub fn unknown_count(&self) -> u64 {
+        self.unknown.run_pending_tasks();
+        self.unknown.entry_count()
     }
 
     fn cached(&self, id: &str) -> Option<String> {
@@ -46,15 +75,17 @@ impl SecretLookup for SecretCache {
         if let Some(secret) = self.cached(access_key_id) {
             return Ok(secret);
         }
-        // Unknown keys are not cached: a key created a moment ago must work.
-        let key = self
-            .meta
-            .get_access_key(access_key_id)
-            .await
-            .map_err(|e| match e {
-                MetaError::NoSuchAccessKey => S3Error::InvalidAccessKeyId,
-                other => S3Error::from(other),
-            })?;
+        if self.unknown.contains_key(access_key_id) {
+            return Err(S3Error::InvalidAccessKeyId);
+        }
+        let key = match self.meta.get_access_key(access_key_id).await {
+            Ok(key) => key,
+            Err(MetaError::NoSuchAccessKey) => {
+                self.unknown.insert(access_key_id.to_string(), ());
+                return Err(S3Error::InvalidAccessKeyId);
+            }
+            Err(other) => return Err(S3Error::from(other)),
+        };
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         if entries.len() > 10_000 {
             entries.retain(|_, (_, at)| at.elapsed() < self.ttl);

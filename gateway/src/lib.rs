@@ -110,6 +110,12 @@ impl Gateway {
         &self.cfg
     }
 
+    /// An access key was created (by this process's admin API): requests
+    /// with it must not meet the unknown-key cache.
+    pub fn key_created(&self, access_key_id: &str) {
+        self.keys.forget_unknown(access_key_id);
+    }
+
     /// Where bodies go, for `blocks::write_stream`.
     pub(crate) fn write_target(
         &self,

@@ -124,20 +124,20 @@ pub fn parse_peers(items: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
     Ok(out)
 }
 
-/// `http://host:port` (or `host:port`) -> `host:port`.
+/// `http://host:port` (or `host:port`) -> `host:port`; a TLS peer keeps
+/// its scheme, `https://host:port`, which is how the group then calls it
+/// (`godwit_common::net::tls::base_url`).
 pub fn peer_addr(url: &str) -> anyhow::Result<String> {
-    let url = url.trim();
-    anyhow::ensure!(
-        !url.starts_with("https://"),
-        "meta peers speak plain HTTP inside the region: {url}"
-    );
-    let addr = url.strip_prefix("http://").unwrap_or(url);
-    let addr = addr.trim_end_matches('/');
+    let url = url.trim().trim_end_matches('/');
+    let (scheme, addr) = match url.strip_prefix("https://") {
+        Some(rest) => ("https://", rest),
+        None => ("", url.strip_prefix("http://").unwrap_or(url)),
+    };
     anyhow::ensure!(
         !addr.is_empty() && !addr.contains('/') && addr.contains(':'),
-        "peer address {url:?} must be http://HOST:PORT"
+        "peer address {url:?} must be http(s)://HOST:PORT"
     );
-    Ok(addr.to_string())
+    Ok(format!("{scheme}{addr}"))
 }
 
 fn write_error(e: RaftError<u64, ClientWriteError<u64, BasicNode>>) -> MetaError {
@@ -536,11 +536,16 @@ mod tests {
     }
 
     #[test]
+    fn a_tls_peer_keeps_its_scheme() {
+        let got = parse_peers(&["1=https://meta1:9002/".to_string()]).unwrap();
+        assert_eq!(got[&1], "https://meta1:9002");
+    }
+
+    #[test]
     fn bad_peers_are_refused() {
         for bad in [
             "meta1:9002",
             "x=http://meta1:9002",
-            "1=https://meta1:9002",
             "1=http://meta1",
             "1=http://meta1:9002/path",
             "1=http://a:1,1=http://b:2",

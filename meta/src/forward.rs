@@ -44,7 +44,7 @@ pub struct PeerClient {
 
 impl PeerClient {
     pub fn new(secret: &ClusterSecret) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
+        let http = godwit_common::net::tls::client_builder()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(32)
             .pool_idle_timeout(Duration::from_secs(90))
@@ -57,7 +57,8 @@ impl PeerClient {
         })
     }
 
-    /// POSTs `req` to `http://{addr}{path}` and decodes the JSON answer.
+    /// POSTs `req` to `{addr}{path}` (`http://` unless `addr` names its
+    /// scheme) and decodes the JSON answer.
     /// `leader` names the target in the errors.
     pub async fn post<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
         &self,
@@ -67,7 +68,7 @@ impl PeerClient {
         req: &Req,
         timeout: Duration,
     ) -> Result<Resp, MetaError> {
-        let url = format!("http://{addr}{path}");
+        let url = format!("{}{path}", godwit_common::net::tls::base_url(addr));
         let resp = self
             .http
             .post(&url)

@@ -39,7 +39,7 @@ pub struct Network {
 
 impl Network {
     pub fn new(secret: &ClusterSecret) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder()
+        let client = godwit_common::net::tls::client_builder()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(POOL_IDLE_PER_PEER)
             .pool_idle_timeout(Duration::from_secs(90))
@@ -60,7 +60,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
         Peer {
             client: self.client.clone(),
             bearer: self.bearer.clone(),
-            base: format!("http://{}", node.addr),
+            base: godwit_common::net::tls::base_url(&node.addr),
             target,
         }
     }

@@ -51,6 +51,7 @@ async fn three_nodes_replicate_install_snapshots_and_fail_over() {
         secret_key: "SK".into(),
         region: "r".into(),
         bandwidth_limit: None,
+        ca_pem: None,
     })
     .await
     .unwrap();

@@ -22,6 +22,7 @@ fn remote(name: &str) -> RemoteInfo {
         secret_key: "SK".into(),
         region: "cn-shanghai".into(),
         bandwidth_limit: None,
+        ca_pem: None,
     }
 }
 

@@ -25,6 +25,7 @@ fn remote(name: &str) -> RemoteInfo {
         secret_key: format!("SK-{name}"),
         region: "us-east-1".into(),
         bandwidth_limit: None,
+        ca_pem: None,
     }
 }
 

@@ -216,6 +216,7 @@ fn info(name: &str, endpoint: &str) -> RemoteInfo {
         secret_key: SECRET.into(),
         region: REGION.into(),
         bandwidth_limit: None,
+        ca_pem: None,
     }
 }
 

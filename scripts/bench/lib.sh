@@ -12,7 +12,9 @@ GODWIT=${GODWIT:-/var/tmp/godwit-target/release/godwit}
 DATA_DIR=${DATA_DIR:-/var/tmp/bench-data}
 S3_ADDR=${S3_ADDR:-127.0.0.1:19000}
 ADMIN_ADDR=${ADMIN_ADDR:-127.0.0.1:19001}
-E=http://$S3_ADDR
+# With a TLS server (09-tls.sh): SCHEME=https and CURL_CA=<CA bundle>.
+SCHEME=${SCHEME:-http}
+E=$SCHEME://$S3_ADDR
 OUT=${OUT:-/var/tmp/godwit-bench-results}
 DUR=${DUR:-30s}
 # Scratch space for fio and nginx (same disk as $DATA_DIR).
@@ -48,7 +50,7 @@ start_server() {
     --admin-listen "$ADMIN_ADDR" "$@" >"$OUT/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 150); do
-    if curl -fsS "http://$ADMIN_ADDR/health" >/dev/null 2>&1; then
+    if curl -fsS ${CURL_CA:+--cacert "$CURL_CA"} "$SCHEME://$ADMIN_ADDR/health" >/dev/null 2>&1; then
       log "godwit server pid $SERVER_PID ($*) backend: $(io_backend)"
       return 0
     fi
@@ -71,12 +73,12 @@ stop_server() {
 
 # The admin /metrics line(s) naming the I/O backend in use.
 io_backend() {
-  curl -s "http://$ADMIN_ADDR/metrics" | grep io_backend | grep -v '^#' | tr '\n' ' '
+  curl -s ${CURL_CA:+--cacert "$CURL_CA"} "$SCHEME://$ADMIN_ADDR/metrics" | grep io_backend | grep -v '^#' | tr '\n' ' '
 }
 
 # metric NAME: the sum of a counter over its label sets (0 when absent).
 metric() {
-  curl -s "http://$ADMIN_ADDR/metrics" |
+  curl -s ${CURL_CA:+--cacert "$CURL_CA"} "$SCHEME://$ADMIN_ADDR/metrics" |
     awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%.0f\n", s }'
 }
 

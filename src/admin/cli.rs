@@ -36,6 +36,9 @@ pub struct AdminArgs {
     /// Print JSON instead of a table.
     #[arg(long, global = true)]
     pub json: bool,
+    /// For an https admin endpoint: extra CA bundle, or no check at all.
+    #[command(flatten)]
+    pub tls: crate::config::OutboundTlsArgs,
     #[command(subcommand)]
     pub command: AdminCommand,
 }
@@ -89,6 +92,10 @@ pub enum RemoteCommand {
         /// Bytes per second for all lanes together (RTC first).
         #[arg(long)]
         bandwidth_limit: Option<u64>,
+        /// PEM CA bundle to trust for this remote's https endpoint (a
+        /// private CA), on top of the system's roots.
+        #[arg(long = "ca-file")]
+        remote_ca_file: Option<PathBuf>,
     },
     List,
     Remove {
@@ -110,6 +117,13 @@ pub enum KeyCommand {
     Create {
         #[arg(long, default_value = "")]
         name: String,
+        /// Import a key made elsewhere with this id (with --secret-key)
+        /// instead of generating one.
+        #[arg(long = "access-key-id", requires = "import_secret")]
+        import_id: Option<String>,
+        /// The imported key's secret.
+        #[arg(long = "secret-key", requires = "import_id", hide_env_values = true)]
+        import_secret: Option<String>,
     },
     List,
     Delete {
@@ -197,10 +211,11 @@ fn fmt_ms(ms: i64) -> String {
 }
 
 pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
+    a.tls.apply()?;
     let client = AdminClient {
         endpoint: a.admin_endpoint.clone(),
         creds: resolve_credentials(&a)?,
-        http: reqwest::Client::new(),
+        http: godwit_common::net::tls::client_builder().build()?,
     };
     match &a.command {
         AdminCommand::Cluster(cmd) => super::cluster::run(&client, cmd, a.json).await?,
@@ -254,9 +269,24 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                 println!("datanode {id} is decommissioning: its blocks are moving to other nodes");
             }
         }
-        AdminCommand::Key(KeyCommand::Create { name }) => {
+        AdminCommand::Key(KeyCommand::Create {
+            name,
+            import_id,
+            import_secret,
+        }) => {
             let q = format!("/admin/v1/keys?name={}", percent_encode(name));
-            let key: AccessKey = client.send(http::Method::POST, &q).await?.json().await?;
+            let body = match (import_id, import_secret) {
+                (Some(id), Some(secret)) => serde_json::to_vec(&serde_json::json!({
+                    "access_key_id": id,
+                    "secret_access_key": secret,
+                }))?,
+                _ => Vec::new(),
+            };
+            let key: AccessKey = client
+                .send_body(http::Method::POST, &q, body)
+                .await?
+                .json()
+                .await?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&key)?);
             } else {
@@ -344,7 +374,18 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
             remote_secret_key,
             region,
             bandwidth_limit,
+            remote_ca_file,
         }) => {
+            let ca_pem = match remote_ca_file {
+                None => None,
+                Some(p) => {
+                    let pem = std::fs::read_to_string(p)
+                        .with_context(|| format!("reading {}", p.display()))?;
+                    godwit_common::net::tls::roots_from_pem(pem.as_bytes())
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+                    Some(pem)
+                }
+            };
             let remote = RemoteInfo {
                 name: name.clone(),
                 endpoint: endpoint.clone(),
@@ -352,6 +393,7 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                 secret_key: remote_secret_key.clone(),
                 region: region.clone(),
                 bandwidth_limit: *bandwidth_limit,
+                ca_pem,
             };
             client
                 .send_body(

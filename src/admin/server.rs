@@ -26,7 +26,13 @@ pub struct AdminState {
     /// On a meta node: the node itself and this process's root key, for
     /// the cluster routes (`cluster.rs`).
     meta_node: RwLock<Option<MetaNodeAccess>>,
+    /// Told of every key created here (the all-in-one server's gateway
+    /// clears it from its unknown-key cache).
+    on_key_created: RwLock<Option<KeyCreated>>,
 }
+
+/// Called with the id of each access key the admin API creates.
+pub type KeyCreated = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// A meta node and the root key of its process.
 pub(crate) type MetaNodeAccess = (
@@ -40,7 +46,12 @@ impl AdminState {
             ready: AtomicBool::new(false),
             meta: RwLock::new(meta),
             meta_node: RwLock::new(None),
+            on_key_created: RwLock::new(None),
         }
+    }
+
+    pub fn set_on_key_created(&self, f: KeyCreated) {
+        *self.on_key_created.write().expect("admin lock") = Some(f);
     }
 
     /// Serves the cluster routes from `node` (a meta node's process).
@@ -201,13 +212,32 @@ struct CreateKeyQuery {
     name: Option<String>,
 }
 
+/// Optional body of `POST /admin/v1/keys`: a key made elsewhere, imported
+/// with its id and secret (`godwit admin key create --access-key-id`).
+#[derive(Deserialize)]
+struct ImportKey {
+    access_key_id: String,
+    secret_access_key: String,
+}
+
 async fn create_key(
     State(s): State<Arc<AdminState>>,
     Query(q): Query<CreateKeyQuery>,
     req: Request,
 ) -> Result<Json<AccessKey>, AdminError> {
-    require_root(&s, req).await?;
-    let (id, secret) = crate::credentials::generate_key_pair();
+    let has_body = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .is_some_and(|v| v != "0");
+    let (id, secret) = if has_body {
+        let k: ImportKey = signed_json(&s, req).await?;
+        crate::credentials::check_imported_key(&k.access_key_id, &k.secret_access_key)
+            .map_err(AdminError::BadRequest)?;
+        (k.access_key_id, k.secret_access_key)
+    } else {
+        require_root(&s, req).await?;
+        crate::credentials::generate_key_pair()
+    };
     let key = AccessKey {
         access_key_id: id,
         secret_access_key: secret,
@@ -215,8 +245,18 @@ async fn create_key(
         created_ms: time::OffsetDateTime::now_utc().unix_timestamp() * 1000,
         is_root: false,
     };
+    let stored = s.meta()?.put_access_key(key.clone()).await?;
+    if stored.secret_access_key != key.secret_access_key {
+        return Err(AdminError::BadRequest(format!(
+            "access key {} exists already",
+            key.access_key_id
+        )));
+    }
+    if let Some(f) = s.on_key_created.read().expect("admin lock").clone() {
+        f(&stored.access_key_id);
+    }
     // The one response that carries the secret.
-    Ok(Json(s.meta()?.put_access_key(key).await?))
+    Ok(Json(stored))
 }
 
 async fn delete_key(

@@ -30,6 +30,10 @@ pub struct BenchArgs {
     #[arg(long, required = true)]
     pub endpoint: Option<String>,
 
+    /// For an https endpoint: extra CA bundle, or no check at all.
+    #[command(flatten)]
+    pub tls: crate::config::OutboundTlsArgs,
+
     /// Access key id (falls back to AWS_ACCESS_KEY_ID).
     #[arg(long, env = "GODWIT_ACCESS_KEY_ID", hide_env_values = true)]
     pub access_key: Option<String>,

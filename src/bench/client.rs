@@ -137,15 +137,13 @@ impl S3Client {
         let url = reqwest::Url::parse(endpoint)
             .with_context(|| format!("`{endpoint}` is not a URL (e.g. http://127.0.0.1:9000)"))?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            bail!("`{endpoint}`: expected an http:// URL with a host");
-        }
-        if url.scheme() == "https" {
-            bail!("`{endpoint}`: this build of godwit bench speaks plain http only");
+            bail!("`{endpoint}`: expected an http(s):// URL with a host");
         }
         if url.query().is_some() {
             bail!("`{endpoint}`: the endpoint must not carry a query string");
         }
-        let http = reqwest::Client::builder()
+        // https: the system's roots plus --ca-file (`OutboundTlsArgs`).
+        let http = godwit_common::net::tls::client_builder()
             .http1_only()
             .pool_max_idle_per_host(concurrency)
             .tcp_nodelay(true)

@@ -159,6 +159,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
 pub async fn execute(args: &BenchArgs, print: bool) -> anyhow::Result<Summary> {
     let plan = Plan::new(args)?;
     let endpoint = args.endpoint.as_deref().context("--endpoint is required")?;
+    args.tls.apply()?;
     if args.checksum != ChecksumHeader::None && args.signer.is_oss() {
         bail!("--checksum is an AWS header; OSS clients send none (the server returns x-oss-hash-crc64ecma)");
     }

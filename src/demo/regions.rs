@@ -137,6 +137,7 @@ impl LocalRegions {
             admin_listen: Some("127.0.0.1:0".into()),
             region: Some(name.into()),
             domains: Vec::new(),
+            net: Default::default(),
             storage: StorageArgs {
                 inline_threshold: None,
                 block_size: None,

@@ -232,3 +232,71 @@ pub async fn wait_healthy(admin: &str, timeout: Duration) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A throwaway CA and a server certificate it signed, valid for
+/// `localhost` and 127.0.0.1, written as PEM files into `dir`.
+pub struct TestPki {
+    pub ca_pem: String,
+    pub ca_path: std::path::PathBuf,
+    pub cert_path: std::path::PathBuf,
+    pub key_path: std::path::PathBuf,
+    ca: rcgen::Certificate,
+    ca_key: rcgen::KeyPair,
+}
+
+impl TestPki {
+    pub fn new(dir: &Path) -> TestPki {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
+        let ca_key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "Godwit test CA");
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = params.self_signed(&ca_key).unwrap();
+        let ca_path = dir.join("ca.pem");
+        std::fs::write(&ca_path, ca.pem()).unwrap();
+        let mut pki = TestPki {
+            ca_pem: ca.pem(),
+            ca_path,
+            cert_path: dir.join("server.pem"),
+            key_path: dir.join("server.key"),
+            ca,
+            ca_key,
+        };
+        pki.issue("godwit test server");
+        pki
+    }
+
+    /// Writes a new server certificate (and key) over the files; returns
+    /// its DER.
+    pub fn issue(&mut self, common_name: &str) -> Vec<u8> {
+        use rcgen::{CertificateParams, DnType, KeyPair};
+        let key = KeyPair::generate().unwrap();
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        let cert = params.signed_by(&key, &self.ca, &self.ca_key).unwrap();
+        std::fs::write(&self.key_path, key.serialize_pem()).unwrap();
+        std::fs::write(&self.cert_path, cert.pem()).unwrap();
+        cert.der().to_vec()
+    }
+
+    /// A reqwest client that trusts this CA (and only the system's roots
+    /// besides).
+    pub fn client(&self) -> reqwest::Client {
+        reqwest::Client::builder()
+            .use_rustls_tls()
+            .add_root_certificate(reqwest::Certificate::from_pem(self.ca_pem.as_bytes()).unwrap())
+            .tls_info(true)
+            .build()
+            .unwrap()
+    }
+}

@@ -27,12 +27,12 @@ pub const BLOCK_TOKEN_HEADER: &str = "x-godwit-block-token";
 /// caller can try another replica), and no overall timeout (bodies may be
 /// large and stream slowly).
 pub fn internal_http_client() -> reqwest::Client {
-    reqwest::Client::builder()
+    super::tls::client_builder()
         .pool_max_idle_per_host(64)
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(2))
         .build()
-        .expect("reqwest client without TLS always builds")
+        .expect("reqwest client with static settings")
 }
 
 #[derive(Clone)]

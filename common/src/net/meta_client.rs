@@ -279,7 +279,7 @@ pub struct MetaClient {
 impl MetaClient {
     /// `endpoints`: base URLs of the meta nodes, like `http://127.0.0.1:9002`.
     pub fn new(endpoints: Vec<String>, secret: ClusterSecret) -> Self {
-        let http = reqwest::Client::builder()
+        let http = super::tls::client_builder()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(POOL_IDLE_PER_HOST)
             .pool_idle_timeout(Duration::from_secs(90))
@@ -293,12 +293,7 @@ impl MetaClient {
             .collect();
         let hosts = endpoints
             .iter()
-            .map(|e| {
-                e.strip_prefix("http://")
-                    .or_else(|| e.strip_prefix("https://"))
-                    .unwrap_or(e)
-                    .to_string()
-            })
+            .map(|e| super::tls::host_port(e).to_string())
             .collect();
         MetaClient {
             endpoints,
@@ -417,6 +412,8 @@ impl MetaClient {
         else {
             return;
         };
+        // A TLS meta node advertises `https://host:port`.
+        let leader = super::tls::host_port(leader);
         if let Some(i) = self.hosts.iter().position(|h| h == leader) {
             self.current.store(i, Ordering::Relaxed);
         }

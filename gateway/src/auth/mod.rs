@@ -257,7 +257,14 @@ pub async fn authenticate_admin(
             "The admin API accepts only AWS4-HMAC-SHA256 Authorization headers".into(),
         ));
     };
-    let outcome = sigv4::verify_header(parts, &query, rest, lookup, now, ADMIN_SERVICE).await?;
+    // A credential scoped to another service (S3's) is a refusal here,
+    // not a malformed header.
+    let outcome = sigv4::verify_header(parts, &query, rest, lookup, now, ADMIN_SERVICE)
+        .await
+        .map_err(|e| match e {
+            S3Error::AuthorizationHeaderMalformed(m) => S3Error::AccessDenied(m),
+            other => other,
+        })?;
     let unsigned = unsigned_headers(parts, &outcome.signed);
     if !unsigned.is_empty() {
         return Err(S3Error::AccessDenied(HEADERS_NOT_SIGNED.into()));

@@ -160,6 +160,10 @@ impl Decoding {
                         return Some(Ok(raw));
                     }
                 }
+                // The listener cut a client that stopped sending.
+                Some(Err(e)) if godwit_common::net::BodyIdleTimeout::is_in(&e) => {
+                    return self.fail(S3Error::RequestTimeout)
+                }
                 // hyper reports a client that went away mid-body.
                 Some(Err(_)) => return self.fail(S3Error::IncompleteBody),
                 None => {

@@ -367,6 +367,7 @@ mod tests {
             secret_key: "s".into(),
             region: region.into(),
             bandwidth_limit: None,
+            ca_pem: None,
         }
     }
 

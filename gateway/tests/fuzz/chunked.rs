@@ -133,6 +133,7 @@ fn run(
         payload: payload(mode),
         region: None,
         scheme: AuthScheme::AwsV4,
+        signed: Default::default(),
     };
     let mut pieces = Vec::new();
     let mut rest = body;

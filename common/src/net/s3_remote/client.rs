@@ -100,7 +100,16 @@ impl RemoteClient {
                 message: format!("endpoint `{}` must not carry a query", remote.endpoint),
             });
         }
-        let http = reqwest::Client::builder()
+        let own_roots = match &remote.ca_pem {
+            None => Vec::new(),
+            Some(pem) => crate::net::tls::roots_from_pem(pem.as_bytes()).map_err(|e| {
+                RemoteError::Invalid {
+                    op,
+                    message: format!("the remote's CA: {e}"),
+                }
+            })?,
+        };
+        let http = crate::net::tls::with_roots(reqwest::Client::builder(), &own_roots)
             .pool_max_idle_per_host(POOL_IDLE_PER_HOST)
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true)
@@ -534,6 +543,7 @@ mod tests {
             secret_key: "very-secret".into(),
             region: "eu-1".into(),
             bandwidth_limit: None,
+            ca_pem: None,
         })
         .unwrap();
         assert!(!format!("{client:?}").contains("very-secret"));
