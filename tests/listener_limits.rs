@@ -268,7 +268,7 @@ async fn a_key_created_after_it_was_refused_works_at_once() {
     assert_eq!(r.status(), 403);
     assert_eq!(error_code(&r.text().await.unwrap()), "InvalidAccessKeyId");
 
-    let admin = S3::new(&format!("http://{}", s.h.admin_addr), ROOT_ID, ROOT_SECRET);
+    let admin = S3::admin(&format!("http://{}", s.h.admin_addr), ROOT_ID, ROOT_SECRET);
     let body = serde_json::json!({ "access_key_id": id, "secret_access_key": secret });
     let r = admin
         .send(

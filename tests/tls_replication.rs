@@ -44,7 +44,9 @@ impl Region {
     }
 
     fn admin(&self) -> S3 {
-        self.client_for(self.h.admin_addr, "us-east-1")
+        let mut admin = self.client_for(self.h.admin_addr, "us-east-1");
+        admin.service = "godwit-admin".into();
+        admin
     }
 }
 

@@ -238,3 +238,22 @@ def test_oss2_over_tls_with_the_session_verifying_the_ca(tls_server, monkeypatch
     assert bucket.get_object("hello.txt").read() == b"over tls"
     bucket.delete_object("hello.txt")
     bucket.delete_bucket()
+
+
+def test_alibabacloud_oss_v2_over_tls_with_the_ca_bundle(tls_server, monkeypatch):
+    # The v2 SDK hands `verify=True` to requests, which then trusts the
+    # bundle named by REQUESTS_CA_BUNDLE: how its users add a private CA.
+    import alibabacloud_oss_v2 as oss_v2
+
+    import ossclients
+
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tls_server.ca_path))
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    client = ossclients.v2_client(tls_server, "v4")
+    bucket = s3util.unique_bucket_name("tlsv2")
+    client.put_bucket(oss_v2.PutBucketRequest(bucket=bucket))
+    client.put_object(oss_v2.PutObjectRequest(bucket=bucket, key="k", body=b"v2 over tls"))
+    got = client.get_object(oss_v2.GetObjectRequest(bucket=bucket, key="k"))
+    assert got.body.read() == b"v2 over tls"
+    client.delete_object(oss_v2.DeleteObjectRequest(bucket=bucket, key="k"))
+    client.delete_bucket(oss_v2.DeleteBucketRequest(bucket=bucket))
