@@ -34,4 +34,3 @@ pub fn config(ci_cases: u32) -> Config {
         ..Config::default()
     }
 }
-
