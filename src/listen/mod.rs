@@ -224,16 +224,26 @@ async fn connection(
     let conn = builder.serve_connection_with_upgrades(io, service);
     tokio::pin!(conn);
     let limits = &serving.limits;
+    // The watcher wakes at the connection's deadline, or after `period` at
+    // the latest to look at a state that changed meanwhile (a request head
+    // begun while idle has a nearer deadline): no wake-up per request, and
+    // a deadline is enforced at most one period late.
+    let period = [limits.header_read_timeout, limits.keepalive_idle]
+        .into_iter()
+        .filter(|d| !d.is_zero())
+        .min();
+    let timer = tokio::time::sleep(period.unwrap_or(Duration::from_secs(365 * 86400)));
+    tokio::pin!(timer);
     let mut closing = false;
     loop {
-        let deadline = match closing {
-            true => conn::Deadline::None,
-            false => activity.deadline(limits.header_read_timeout, limits.keepalive_idle),
-        };
-        let at = match &deadline {
-            conn::Deadline::Idle(t) | conn::Deadline::Head(t) => Some(*t),
-            conn::Deadline::None => None,
-        };
+        if let (Some(period), false) = (period, closing) {
+            let now = tokio::time::Instant::now();
+            let wake = match activity.deadline(limits.header_read_timeout, limits.keepalive_idle) {
+                conn::Deadline::Idle(t) | conn::Deadline::Head(t) => t.min(now + period),
+                conn::Deadline::None => now + period,
+            };
+            timer.as_mut().reset(wake);
+        }
         tokio::select! {
             res = conn.as_mut() => {
                 if let Err(e) = res {
@@ -245,24 +255,20 @@ async fn connection(
                 conn.as_mut().graceful_shutdown();
                 closing = true;
             }
-            _ = activity.changed() => {}
-            _ = tokio::time::sleep_until(at.unwrap_or_else(tokio::time::Instant::now)), if at.is_some() => {
-                // The state may have changed since the deadline was read.
-                if activity.deadline(limits.header_read_timeout, limits.keepalive_idle) != deadline {
-                    continue;
-                }
-                match deadline {
+            _ = timer.as_mut(), if period.is_some() && !closing => {
+                let now = tokio::time::Instant::now();
+                match activity.deadline(limits.header_read_timeout, limits.keepalive_idle) {
                     // Nothing in flight: a graceful close is immediate
                     // for HTTP/1 and a GOAWAY for HTTP/2.
-                    conn::Deadline::Idle(_) => {
+                    conn::Deadline::Idle(t) if t <= now => {
                         conn.as_mut().graceful_shutdown();
                         closing = true;
                     }
-                    conn::Deadline::Head(_) => {
+                    conn::Deadline::Head(t) if t <= now => {
                         tracing::debug!(%peer, "request head not received in time: closing");
                         return;
                     }
-                    conn::Deadline::None => {}
+                    _ => {}
                 }
             }
         }
