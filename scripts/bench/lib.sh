@@ -41,6 +41,22 @@ load_note() {
     "$(cut -d' ' -f1-3 /proc/loadavg)" "$busy"
 }
 
+# wait_healthy ADMIN_ADDR PID LOG: until the server's /health answers
+# (30 s at most); on failure prints its log and fails.
+wait_healthy() {
+  local admin=$1 pid=$2 logfile=$3
+  for _ in $(seq 150); do
+    if curl -fsS ${CURL_CA:+--cacert "$CURL_CA"} "$SCHEME://$admin/health" >/dev/null 2>&1; then
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  log "godwit server did not become healthy; log:"
+  cat "$logfile" >&2
+  return 1
+}
+
 # start_server [extra `godwit server` args...]: a fresh server on $DATA_DIR.
 start_server() {
   [ -x "$GODWIT" ] || { log "no binary at $GODWIT (cargo build --release --bin godwit)"; return 1; }
@@ -49,17 +65,8 @@ start_server() {
   "$GODWIT" server --data-dir "$DATA_DIR" --s3-listen "$S3_ADDR" \
     --admin-listen "$ADMIN_ADDR" "$@" >"$OUT/server.log" 2>&1 &
   SERVER_PID=$!
-  for _ in $(seq 150); do
-    if curl -fsS ${CURL_CA:+--cacert "$CURL_CA"} "$SCHEME://$ADMIN_ADDR/health" >/dev/null 2>&1; then
-      log "godwit server pid $SERVER_PID ($*) backend: $(io_backend)"
-      return 0
-    fi
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.2
-  done
-  log "godwit server did not become healthy; log:"
-  cat "$OUT/server.log" >&2
-  return 1
+  wait_healthy "$ADMIN_ADDR" "$SERVER_PID" "$OUT/server.log" || return 1
+  log "godwit server pid $SERVER_PID ($*) backend: $(io_backend)"
 }
 
 stop_server() {
