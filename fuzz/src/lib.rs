@@ -105,19 +105,23 @@ fn keys() -> &'static Keys {
 /// `authenticate_with_bucket` (SigV4, SigV2, OSS V1/V4/OSS2, header and
 /// presigned) on one request head, at the clock the head names.
 pub fn auth(data: &[u8]) {
+    let _ = auth_result(data);
+}
+
+/// What `auth` got: `None` where the input is no request head.
+pub fn auth_result(data: &[u8]) -> Option<Result<AuthOutcome, S3Error>> {
     let (first, rest) = line(data);
     let w = words(first);
-    let Some(now) = w.first().and_then(|s| s.parse::<i64>().ok()) else {
-        return;
-    };
-    let Ok(now) = time::OffsetDateTime::from_unix_timestamp(now) else {
-        return;
-    };
+    let now = w.first()?.parse::<i64>().ok()?;
+    let now = time::OffsetDateTime::from_unix_timestamp(now).ok()?;
     let vhost = w.get(1).copied().filter(|s| !s.is_empty());
-    let Some(parts) = request_head(rest) else {
-        return;
-    };
-    let _ = futures::executor::block_on(authenticate_with_bucket(&parts, keys(), now, vhost));
+    let parts = request_head(rest)?;
+    Some(futures::executor::block_on(authenticate_with_bucket(
+        &parts,
+        keys(),
+        now,
+        vhost,
+    )))
 }
 
 // ---------------------------------------------------------------- chunked
