@@ -54,12 +54,6 @@ impl SecretCache {
         self.unknown.invalidate(access_key_id);
     }
 
-    /// Key ids cached as unknown (for tests and metrics).
-    pub fn unknown_count(&self) -> u64 {
-        self.unknown.run_pending_tasks();
-        self.unknown.entry_count()
-    }
-
     fn cached(&self, id: &str) -> Option<String> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries

@@ -147,8 +147,10 @@ fn new_request_id() -> String {
 /// pipelined behind this one).
 async fn handle_catching(gw: State<Arc<Gateway>>, req: Request) -> Response {
     use futures::FutureExt;
+    // Cheap copies (a `Uri` shares its bytes): the request moves into the
+    // handler, the panic answer still needs its method and path.
     let method = req.method().clone();
-    let path = req.uri().path().to_string();
+    let uri = req.uri().clone();
     match std::panic::AssertUnwindSafe(handle(gw, req))
         .catch_unwind()
         .await
@@ -161,10 +163,11 @@ async fn handle_catching(gw: State<Arc<Gateway>>, req: Request) -> Response {
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             metrics::s3().panics.inc();
+            let path = uri.path();
             tracing::error!(%method, %path, panic = %what, "request handler panicked");
             let request_id = new_request_id();
             let err = S3Error::InternalError("request handler panicked".into());
-            let mut resp = error_response(err.into(), &path, &request_id, method == Method::HEAD);
+            let mut resp = error_response(err.into(), path, &request_id, method == Method::HEAD);
             resp.headers_mut()
                 .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
             resp

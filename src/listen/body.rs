@@ -66,14 +66,19 @@ where
             }
             Poll::Pending if this.timeout.is_zero() => Poll::Pending,
             Poll::Pending => {
-                let deadline = Instant::now() + this.timeout;
-                let sleep = this
-                    .sleep
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                // Armed once per wait, not on every poll (no clock read
+                // per poll of an upload's body).
                 if !this.waiting {
-                    sleep.as_mut().reset(deadline);
+                    let deadline = Instant::now() + this.timeout;
+                    match &mut this.sleep {
+                        Some(sleep) => sleep.as_mut().reset(deadline),
+                        None => this.sleep = Some(Box::pin(tokio::time::sleep_until(deadline))),
+                    }
                     this.waiting = true;
                 }
+                let Some(sleep) = this.sleep.as_mut() else {
+                    return Poll::Pending;
+                };
                 if sleep.as_mut().poll(cx).is_ready() {
                     this.failed = true;
                     return Poll::Ready(Some(Err(Box::new(BodyIdleTimeout))));
