@@ -48,6 +48,7 @@ pub struct FileConfig {
     pub write_quorum: Option<usize>,
     pub datanode_down_secs: Option<u64>,
     pub repair_interval_secs: Option<u64>,
+    pub intent_ttl_secs: Option<u64>,
     pub zone: Option<String>,
     pub heartbeat_interval_secs: Option<u64>,
     pub scrub_interval_secs: Option<u64>,
@@ -756,6 +757,11 @@ pub struct TierArgs {
     /// Pause between two repair rounds of the meta leader (default 5).
     #[arg(long, env = "GODWIT_REPAIR_INTERVAL_SECS")]
     pub repair_interval_secs: Option<u64>,
+    /// Life of a block intent (an allocated, uncommitted block) without
+    /// renewal; writers renew at a third of it while the body streams
+    /// (default 600).
+    #[arg(long, env = "GODWIT_INTENT_TTL_SECS")]
+    pub intent_ttl_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -793,6 +799,8 @@ impl TierArgs {
                     self.repair_interval_secs.or(f.repair_interval_secs),
                     d.repair_interval,
                 ),
+                intent_ttl: secs(self.intent_ttl_secs.or(f.intent_ttl_secs), d.intent_ttl),
+                lease_guard: d.lease_guard,
             },
         })
     }

@@ -146,7 +146,11 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
     })
     .await?;
     meta.set_replication_max_attempts(cfg.replication.max_attempts);
-    meta.set_datanode_policy(cfg.tier.policy.clone());
+    // Readers live in this process: none outlives a restart of meta.
+    meta.set_datanode_policy(godwit_meta::DatanodePolicy {
+        lease_guard: Duration::ZERO,
+        ..cfg.tier.policy.clone()
+    });
     let meta_api: Arc<dyn MetaApi> = meta.clone();
     let datanode = Datanode::open(DatanodeConfig {
         node_id: LOCAL_DATANODE_ID,

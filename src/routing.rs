@@ -16,6 +16,19 @@ use godwit_common::{BlockRouter, BlockStore, MetaApi, MetaError};
 struct Reporter(OnceLock<Arc<dyn MetaApi>>);
 
 impl Reporter {
+    fn lease(&self, ids: Vec<String>, ttl: std::time::Duration) {
+        // Without a meta link GC has no leases to honour either.
+        let Some(meta) = self.0.get().cloned() else {
+            return;
+        };
+        tokio::spawn(async move {
+            let ttl_ms = ttl.as_millis() as u64;
+            if let Err(e) = meta.lease_blocks(ids, ttl_ms).await {
+                tracing::warn!(error = %e, "leasing blocks for a read failed");
+            }
+        });
+    }
+
     fn report(&self, block_id: &str, node: NodeId, reason: &str) {
         let Some(meta) = self.0.get().cloned() else {
             tracing::warn!(
@@ -63,6 +76,10 @@ impl BlockRouter for LocalRouter {
 
     fn report_bad_replica(&self, block_id: &str, node: NodeId, reason: &str) {
         self.reporter.report(block_id, node, reason);
+    }
+
+    fn lease_blocks(&self, ids: Vec<String>, ttl: std::time::Duration) {
+        self.reporter.lease(ids, ttl);
     }
 }
 
@@ -140,5 +157,9 @@ impl BlockRouter for NetworkRouter {
 
     fn report_bad_replica(&self, block_id: &str, node: NodeId, reason: &str) {
         self.reporter.report(block_id, node, reason);
+    }
+
+    fn lease_blocks(&self, ids: Vec<String>, ttl: std::time::Duration) {
+        self.reporter.lease(ids, ttl);
     }
 }

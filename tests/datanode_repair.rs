@@ -9,7 +9,7 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::*;
 
@@ -209,34 +209,6 @@ fn corrupt(path: &Path) {
         *b ^= 0xFF;
     }
     std::fs::write(path, bytes).unwrap();
-}
-
-/// A Prometheus sample of `name` (no labels) from `admin`/metrics.
-async fn metric(admin: &str, name: &str) -> f64 {
-    let text = reqwest::get(format!("{admin}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("{name} missing from {admin}/metrics"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-async fn eventually<F, Fut>(what: &str, timeout: Duration, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 async fn assert_object(s3: &S3, path: &str, want: &[u8]) {

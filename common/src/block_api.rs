@@ -63,4 +63,9 @@ pub trait BlockRouter: Send + Sync + 'static {
             "bad block replica (not reported: no meta link)"
         );
     }
+
+    /// A reader streams these blocks for `ttl` more (zero: it is done):
+    /// tell meta so GC keeps them (`MetaApi::lease_blocks`). Must not
+    /// block; the default (routers without a meta link) does nothing.
+    fn lease_blocks(&self, _ids: Vec<String>, _ttl: std::time::Duration) {}
 }

@@ -61,6 +61,11 @@ pub enum MetaError {
     /// A request argument meta rejects.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A commit named a block whose intent expired or never existed (an
+    /// upload slower than the intent deadline, or whose writer stopped
+    /// renewing): refused, so no object names a block GC may collect.
+    #[error("block reservation expired: {0}")]
+    IntentExpired(String),
     /// This node is not the Raft leader; the client should retry there.
     #[error("not leader (leader: {leader:?})")]
     NotLeader { leader: Option<NodeId> },

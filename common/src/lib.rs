@@ -14,6 +14,7 @@ pub mod error;
 pub mod meta_api;
 pub mod net;
 pub mod object_read;
+pub mod read_lease;
 pub mod replication;
 pub mod types;
 

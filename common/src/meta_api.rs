@@ -158,8 +158,24 @@ pub trait MetaApi: Send + Sync + 'static {
     // ---- blocks and datanodes ----
 
     /// Allocates `count` new block ids, each placed on datanodes, with a
-    /// write token each.
+    /// write token each, and records an intent per block (DESIGN invariant
+    /// 9) before answering: GC keeps the block until its intent expires,
+    /// `intent_ttl_ms` from now unless renewed.
     async fn allocate_blocks(&self, _count: usize) -> MetaResult<Vec<BlockAlloc>> {
+        Err(unsupported())
+    }
+    /// Pushes the deadline of these blocks' intents to a full TTL from now
+    /// (a body still streaming). Returns the ids that hold no live intent
+    /// any more (expired, or already committed): the writer's commit of
+    /// those would be refused.
+    async fn renew_intents(&self, _ids: Vec<String>) -> MetaResult<Vec<String>> {
+        Err(unsupported())
+    }
+    /// A reader streams these blocks: GC keeps them for `ttl_ms` (capped)
+    /// even if the version naming them is deleted meanwhile. `ttl_ms` 0
+    /// releases the lease. Leases live in the leader's memory; a new leader
+    /// names no stray block until a lease's longest life has passed.
+    async fn lease_blocks(&self, _ids: Vec<String>, _ttl_ms: u64) -> MetaResult<()> {
         Err(unsupported())
     }
     /// Of the given block ids, those no committed version or live upload
@@ -199,11 +215,19 @@ pub trait MetaApi: Send + Sync + 'static {
         Err(unsupported())
     }
     /// Of the given block ids found on datanode `node`, those it may
-    /// delete: unreferenced, or referenced but placed on other nodes (a
-    /// copy that was replaced or moved away).
+    /// delete: referenced but placed on other nodes (a copy that was
+    /// replaced or moved away), or named by no version, part or live
+    /// intent, leased by no reader, and unreferenced for at least
+    /// `grace_ms` (counted from the moment the block lost its last
+    /// reference or its intent expired, never from its file's mtime).
     /// (The default answers `unreferenced_blocks`: what a store without
     /// placement knows.)
-    async fn stray_blocks(&self, _node: NodeId, ids: Vec<String>) -> MetaResult<Vec<String>> {
+    async fn stray_blocks(
+        &self,
+        _node: NodeId,
+        ids: Vec<String>,
+        _grace_ms: u64,
+    ) -> MetaResult<Vec<String>> {
         self.unreferenced_blocks(ids).await
     }
 

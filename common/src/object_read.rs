@@ -77,21 +77,23 @@ pub fn read_data_range(
             ))
         }
         ObjectData::Blocks(blocks) => {
-            let segs = segments(blocks, start, end)
+            let segs: VecDeque<(Segment, String)> = segments(blocks, start, end)
                 .into_iter()
                 .map(|s| {
                     let token = grant.tokens.get(&s.id).cloned().unwrap_or_default();
                     (s, token)
                 })
                 .collect();
+            let ids = segs.iter().map(|(s, _)| s.id.clone()).collect();
             let state = ReadState {
-                router,
+                router: router.clone(),
                 segments: segs,
                 current: None,
             };
-            Box::pin(futures::stream::unfold(state, |mut st| async move {
+            let stream = Box::pin(futures::stream::unfold(state, |mut st| async move {
                 st.next().await.map(|item| (item, st))
-            }))
+            }));
+            crate::read_lease::leased(router, ids, stream)
         }
     }
 }

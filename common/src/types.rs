@@ -180,6 +180,21 @@ pub struct NewObject {
     /// Set when a replication worker wrote this (never replicated again).
     #[serde(default)]
     pub replica_of: Option<crate::replication::ReplicaOrigin>,
+    /// CopyObject: the version whose blocks `data` names. Meta takes the
+    /// references in the same command that checks this version still
+    /// exists, so a copy never names blocks a concurrent delete freed.
+    /// Every other block of `data` must hold a live intent
+    /// (`BlockAlloc::intent_ttl_ms`).
+    #[serde(default)]
+    pub copy_source: Option<VersionRef>,
+}
+
+/// One version of one key, by id (`CopyObject`'s source).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct VersionRef {
+    pub bucket: String,
+    pub key: String,
+    pub version_id: String,
 }
 
 /// Outcome of a DeleteObject.
@@ -355,6 +370,11 @@ pub struct BlockAlloc {
     /// copies later.
     #[serde(default)]
     pub write_quorum: usize,
+    /// The block's intent (DESIGN invariant 9) lives this long unless the
+    /// writer renews it (`MetaApi::renew_intents`); a commit naming a block
+    /// whose intent expired is refused. 0: the allocator records no intent.
+    #[serde(default)]
+    pub intent_ttl_ms: u64,
 }
 
 /// Read permission for the blocks of an object, returned with it.

@@ -4,9 +4,12 @@
 //! A walk of the block folders finds files whose mtime is older than the
 //! grace period, asks meta in batches which of them nothing references or
 //! are placed on other nodes (`stray_blocks`: copies repair replaced), and
-//! deletes those. The grace period covers a PUT whose blocks are durable but
-//! whose metadata commit has not happened yet. Stale temporary files (a
-//! datanode that crashed mid-write) older than the grace period go too.
+//! deletes those. Meta keeps every block a writer holds an intent on or a
+//! reader leases, and counts the grace from the moment a block lost its
+//! last reference (DESIGN invariant 9); the file's own age is a second,
+//! local condition (a copy repair just wrote is young). Stale temporary
+//! files (a datanode that crashed mid-write) older than the grace period go
+//! too.
 //!
 //! The periodic task stops on a `tokio_util::sync::CancellationToken`.
 
@@ -90,7 +93,8 @@ impl Datanode {
             let asked: std::collections::HashSet<String> = ids.iter().cloned().collect();
             // Unreferenced blocks, and copies repair replaced or moved
             // to other nodes.
-            let dead = meta.stray_blocks(self.node_id(), ids).await?;
+            let grace_ms = grace.as_millis().min(u64::MAX as u128) as u64;
+            let dead = meta.stray_blocks(self.node_id(), ids, grace_ms).await?;
             // Only what we asked about, and only if it is still old (a
             // retried PUT may have rewritten it since the walk).
             let paths: Vec<PathBuf> = dead

@@ -24,6 +24,7 @@ use tokio::task::JoinHandle;
 
 use crate::body::checksum::{Algo, Digests, Hasher};
 use crate::error::{from_io, S3Error};
+use crate::intents::IntentKeeper;
 use crate::metrics;
 
 /// Chunks in flight per datanode per block: enough to keep the socket busy.
@@ -48,6 +49,8 @@ pub struct Written {
     pub data: ObjectData,
     pub size: u64,
     pub digests: Digests,
+    /// Keeps the blocks' intents alive: hold it until the commit.
+    pub intents: IntentKeeper,
 }
 
 /// Streams `body` into an inline buffer or blocks, computing MD5 and
@@ -83,6 +86,7 @@ pub async fn write_stream(
                         data: ObjectData::Inline(head.to_vec()),
                         size,
                         digests: hasher.finish(),
+                        intents: IntentKeeper::default(),
                     });
                 }
                 Some(Err(e)) => return Err(from_io(e)),
@@ -111,11 +115,12 @@ pub async fn write_stream(
         take(&chunk, &mut size)?;
         sink.feed(chunk).await?;
     }
-    let blocks = sink.finish().await?;
+    let (blocks, intents) = sink.finish().await?;
     Ok(Written {
         data: ObjectData::Blocks(blocks),
         size,
         digests: hasher.finish(),
+        intents,
     })
 }
 
@@ -143,6 +148,7 @@ struct BlockSink<'a> {
     open: Option<OpenBlock>,
     unacked: VecDeque<SentBlock>,
     done: Vec<BlockRef>,
+    intents: IntentKeeper,
 }
 
 impl<'a> BlockSink<'a> {
@@ -154,6 +160,7 @@ impl<'a> BlockSink<'a> {
             open: None,
             unacked: VecDeque::new(),
             done: Vec::new(),
+            intents: IntentKeeper::default(),
         }
     }
 
@@ -165,6 +172,9 @@ impl<'a> BlockSink<'a> {
                 None => 1,
             };
             let allocs = self.target.meta.allocate_blocks(count as usize).await?;
+            let ttl = allocs.first().map_or(0, |a| a.intent_ttl_ms);
+            self.intents
+                .hold(self.target.meta, allocs.iter().map(|a| a.id.clone()), ttl);
             self.allocs.extend(allocs);
         }
         let alloc = self
@@ -218,6 +228,10 @@ impl<'a> BlockSink<'a> {
     }
 
     async fn feed(&mut self, mut chunk: Bytes) -> Result<(), S3Error> {
+        if self.intents.lost() {
+            // The commit would be refused: stop now.
+            return Err(S3Error::RequestTimeout);
+        }
         while !chunk.is_empty() {
             if self.open.is_none() {
                 self.open = Some(self.open_block().await?);
@@ -305,12 +319,15 @@ impl<'a> BlockSink<'a> {
         Ok(())
     }
 
-    async fn finish(mut self) -> Result<Vec<BlockRef>, S3Error> {
+    async fn finish(mut self) -> Result<(Vec<BlockRef>, IntentKeeper), S3Error> {
         self.close_open().await?;
         while !self.unacked.is_empty() {
             self.ack_oldest().await?;
         }
-        Ok(std::mem::take(&mut self.done))
+        Ok((
+            std::mem::take(&mut self.done),
+            std::mem::take(&mut self.intents),
+        ))
     }
 }
 

@@ -33,6 +33,7 @@ impl MetaApi for Allocator {
                     nodes: vec![1, 2],
                     token: "t".into(),
                     write_quorum: self.quorum,
+                    intent_ttl_ms: 0,
                 }
             })
             .collect())

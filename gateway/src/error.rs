@@ -259,6 +259,8 @@ impl From<MetaError> for S3Error {
             MetaError::NotLeader { .. } | MetaError::Unavailable(_) => {
                 S3Error::ServiceUnavailable(e.to_string())
             }
+            // What S3 answers an upload too slow to finish; SDKs retry it.
+            MetaError::IntentExpired(_) => S3Error::RequestTimeout,
             MetaError::Internal(m) => S3Error::InternalError(m),
         }
     }

@@ -12,6 +12,7 @@ pub mod blocks;
 pub mod body;
 pub mod dialect;
 pub mod error;
+pub mod intents;
 pub mod keys;
 pub mod metrics;
 pub mod oss;

@@ -25,7 +25,7 @@ fn unexpected(r: Reply) -> MetaError {
     MetaError::Internal(format!("unexpected state machine reply {r:?}"))
 }
 
-fn db_err(e: rocksdb::Error) -> MetaError {
+pub(crate) fn db_err(e: rocksdb::Error) -> MetaError {
     MetaError::Internal(format!("rocksdb: {e}"))
 }
 
@@ -185,6 +185,7 @@ impl MetaApi for MetaNode {
             obj: Box::new(obj),
             version_id: random_id(),
             now_ms: now_ms(),
+            claim: true,
         };
         match self.write(cmd).await? {
             Reply::Version(v) => Ok(*v),
@@ -275,6 +276,7 @@ impl MetaApi for MetaNode {
             upload_id: upload_id.into(),
             part,
             now_ms: now_ms(),
+            claim: true,
         };
         self.write(cmd).await.map(|_| ())
     }
@@ -366,7 +368,8 @@ impl MetaApi for MetaNode {
         // Placement skips down nodes: only the leader knows which are.
         self.ensure_leader().await?;
         let (placements, write_quorum) = self.place_new_blocks(count)?;
-        let out = placements
+        let ttl = self.tier.policy().intent_ttl;
+        let out: Vec<BlockAlloc> = placements
             .into_iter()
             .map(|nodes| {
                 let id = random_id();
@@ -376,10 +379,34 @@ impl MetaApi for MetaNode {
                     nodes,
                     token,
                     write_quorum,
+                    intent_ttl_ms: ttl.as_millis() as u64,
                 }
             })
             .collect();
+        // Invariant 9: recorded before the writer sends its first byte.
+        self.record_intents(
+            out.iter().map(|a| a.id.clone()).collect(),
+            now_ms() + ttl.as_millis() as i64,
+        )
+        .await?;
         Ok(out)
+    }
+
+    async fn renew_intents(&self, ids: Vec<String>) -> MetaResult<Vec<String>> {
+        let now = now_ms();
+        let cmd = Command::RenewIntents {
+            ids,
+            deadline_ms: now + self.tier.policy().intent_ttl.as_millis() as i64,
+            now_ms: now,
+        };
+        match self.write(cmd).await? {
+            Reply::Ids(lost) => Ok(lost),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn lease_blocks(&self, ids: Vec<String>, ttl_ms: u64) -> MetaResult<()> {
+        self.lease_blocks_impl(ids, ttl_ms).await
     }
 
     async fn unreferenced_blocks(&self, ids: Vec<String>) -> MetaResult<Vec<String>> {
@@ -422,8 +449,13 @@ impl MetaApi for MetaNode {
         self.decommission_datanode_impl(id).await
     }
 
-    async fn stray_blocks(&self, node: NodeId, ids: Vec<String>) -> MetaResult<Vec<String>> {
-        self.stray_blocks_impl(node, ids).await
+    async fn stray_blocks(
+        &self,
+        node: NodeId,
+        ids: Vec<String>,
+        grace_ms: u64,
+    ) -> MetaResult<Vec<String>> {
+        self.stray_blocks_impl(node, ids, grace_ms).await
     }
 
     async fn status(&self) -> MetaResult<MetaStatus> {

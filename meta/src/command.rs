@@ -73,6 +73,12 @@ pub enum Command {
         obj: Box<NewObject>,
         version_id: String,
         now_ms: i64,
+        /// Every block must hold a live intent or belong to
+        /// `obj.copy_source` (`apply/blocks.rs::claim_blocks`). False in
+        /// entries proposed before intents existed, which apply as they
+        /// did then.
+        #[serde(default)]
+        claim: bool,
     },
     /// `new_version_id` names the delete marker if one is created in an
     /// Enabled bucket.
@@ -100,6 +106,9 @@ pub enum Command {
         /// Creation time of the part's replication tasks.
         #[serde(default)]
         now_ms: i64,
+        /// As `PutObject::claim`.
+        #[serde(default)]
+        claim: bool,
     },
     CompleteUpload {
         complete: CompleteUpload,
@@ -196,6 +205,26 @@ pub enum Command {
         id: NodeId,
         state: DatanodeState,
     },
+    /// `allocate_blocks`: the new blocks' intents, live until `deadline_ms`.
+    RecordIntents {
+        ids: Vec<String>,
+        deadline_ms: i64,
+    },
+    /// `renew_intents`: live intents among `ids` move to `deadline_ms`;
+    /// answers the ids that hold none (`Reply::Ids`).
+    RenewIntents {
+        ids: Vec<String>,
+        deadline_ms: i64,
+        now_ms: i64,
+    },
+    /// The leader's housekeeping: intents past their deadline become
+    /// graves (their blocks start their GC grace), and graves older than
+    /// `keep_ms` are forgotten; at most `max` rows of each.
+    SweepBlocks {
+        now_ms: i64,
+        keep_ms: i64,
+        max: usize,
+    },
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -211,6 +240,7 @@ pub enum Reply {
     Text(String),
     MaybeKey(Option<String>),
     Rule(Box<ReplicationRule>),
+    Ids(Vec<String>),
 }
 
 impl Command {
@@ -242,6 +272,31 @@ impl Command {
             Command::BackfillScan { .. } => "backfill_scan",
             Command::UpdatePlacement { .. } => "update_placement",
             Command::SetDatanodeState { .. } => "set_datanode_state",
+            Command::RecordIntents { .. } => "record_intents",
+            Command::RenewIntents { .. } => "renew_intents",
+            Command::SweepBlocks { .. } => "sweep_blocks",
+        }
+    }
+
+    /// The proposer's clock carried by the command, if any: the time a
+    /// reference it drops is buried at (`Overlay::now_ms`).
+    pub fn now_ms(&self) -> i64 {
+        match self {
+            Command::CreateBucket { now_ms, .. }
+            | Command::PutObject { now_ms, .. }
+            | Command::DeleteObject { now_ms, .. }
+            | Command::CreateUpload { now_ms, .. }
+            | Command::PutPart { now_ms, .. }
+            | Command::CompleteUpload { now_ms, .. }
+            | Command::AbortUpload { now_ms, .. }
+            | Command::PutObjectTags { now_ms, .. }
+            | Command::LeaseTasks { now_ms, .. }
+            | Command::AckTasks { now_ms, .. }
+            | Command::RetryFailed { now_ms, .. }
+            | Command::BackfillScan { now_ms, .. }
+            | Command::RenewIntents { now_ms, .. }
+            | Command::SweepBlocks { now_ms, .. } => *now_ms,
+            _ => 0,
         }
     }
 }

@@ -140,6 +140,10 @@ impl MetaNode {
             return Ok(());
         }
         self.linearizable().await?;
+        // Expired intents start their blocks' grace; old graves go.
+        if let Err(e) = self.sweep_blocks().await {
+            tracing::warn!(error = %e, "sweeping block intents failed; retrying next round");
+        }
         self.check_suspects(router).await?;
 
         let records = self.datanode_records()?;

@@ -186,7 +186,10 @@ async fn meta_call(
         )),
         "datanode_status" => rpc!(body, wire::Empty, |_r| n.datanode_status()),
         "decommission_datanode" => rpc!(body, wire::DatanodeId, |r| n.decommission_datanode(r.id)),
-        "stray_blocks" => rpc!(body, wire::StrayBlocks, |r| n.stray_blocks(r.node, r.ids)),
+        "stray_blocks" => rpc!(body, wire::StrayBlocks, |r| n
+            .stray_blocks(r.node, r.ids, r.grace_ms)),
+        "renew_intents" => rpc!(body, wire::BlockIds, |r| n.renew_intents(r.ids)),
+        "lease_blocks" => rpc!(body, wire::LeaseBlocks, |r| n.lease_blocks(r.ids, r.ttl_ms)),
         "status" => rpc!(body, wire::Empty, |_r| n.status()),
         "put_bucket_replication" => rpc!(body, wire::PutBucketReplication, |r| n
             .put_bucket_replication(&r.bucket, r.cfg)),

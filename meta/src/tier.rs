@@ -17,6 +17,7 @@ use godwit_common::types::*;
 use godwit_common::MetaError;
 use rocksdb::IteratorMode;
 
+use crate::api::db_err;
 use crate::apply::blocks::DatanodeRecord;
 use crate::command::Command;
 use crate::node::MetaNode;
@@ -30,6 +31,22 @@ pub const DEFAULT_REPAIR_INTERVAL: Duration = Duration::from_secs(5);
 /// Bad-copy reports kept for the repair loop; more are dropped (the
 /// scrubber and the next read report them again).
 const MAX_SUSPECTS: usize = 10_000;
+/// Default life of a block intent without renewal (`--intent-ttl-secs`).
+/// Writers renew at a third of it while their body streams; an abandoned
+/// upload's blocks become garbage this long after its writer stopped.
+pub const DEFAULT_INTENT_TTL: Duration = Duration::from_secs(600);
+/// Longest read lease (`lease_blocks` caps what readers ask for). A new
+/// leader knows no lease, so it names no stray block for this long.
+pub const MAX_LEASE_TTL: Duration = Duration::from_secs(30);
+/// Leases the leader keeps; beyond this, new ones are refused (readers
+/// then rely on the GC grace alone) until old ones expire.
+const MAX_LEASES: usize = 1_000_000;
+/// How long graves are kept: longer than any sane `--gc-grace-secs`. A
+/// block whose grave was swept falls back to its file's age, which is
+/// older still, so forgetting is never unsafe.
+pub const GRAVE_KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Intents and graves swept per Raft command.
+pub const SWEEP_BATCH: usize = 10_000;
 
 /// Tunables of the tier (`godwit meta --write-quorum`, ...).
 #[derive(Clone, Debug)]
@@ -40,6 +57,13 @@ pub struct DatanodePolicy {
     pub down_after: Duration,
     /// Pause between repair rounds.
     pub repair_interval: Duration,
+    /// Life of a block intent without renewal.
+    pub intent_ttl: Duration,
+    /// A new leader names no stray block for this long: it does not know
+    /// the read leases its predecessor held, and readers renew theirs
+    /// within `MAX_LEASE_TTL`. Zero where readers cannot outlive the
+    /// leader (the all-in-one server: they share its process).
+    pub lease_guard: Duration,
 }
 
 impl Default for DatanodePolicy {
@@ -48,6 +72,8 @@ impl Default for DatanodePolicy {
             write_quorum: 0,
             down_after: DEFAULT_DOWN_AFTER,
             repair_interval: DEFAULT_REPAIR_INTERVAL,
+            intent_ttl: DEFAULT_INTENT_TTL,
+            lease_guard: MAX_LEASE_TTL,
         }
     }
 }
@@ -69,6 +95,8 @@ pub(crate) struct Tier {
     pub(crate) task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Starts the next repair round early (a report, a decommission).
     pub(crate) wake: std::sync::Arc<tokio::sync::Notify>,
+    /// Read leases: block id -> until when a reader streams it.
+    leases: Mutex<HashMap<String, Instant>>,
 }
 
 impl Tier {
@@ -83,7 +111,48 @@ impl Tier {
             placed: Mutex::new(HashMap::new()),
             task: Mutex::new(None),
             wake: std::sync::Arc::new(tokio::sync::Notify::new()),
+            leases: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Records (or, with a zero `ttl`, drops) readers' leases on `ids`.
+    pub(crate) fn lease(&self, ids: Vec<String>, ttl: Duration) {
+        let mut leases = self.leases.lock().expect("tier lock");
+        if ttl.is_zero() {
+            for id in &ids {
+                leases.remove(id);
+            }
+            return;
+        }
+        let now = Instant::now();
+        if leases.len() + ids.len() > MAX_LEASES {
+            leases.retain(|_, until| *until > now);
+        }
+        let until = now + ttl.min(MAX_LEASE_TTL);
+        for id in ids {
+            if leases.len() >= MAX_LEASES {
+                break;
+            }
+            leases.insert(id, until);
+        }
+    }
+
+    /// True while a reader may stream `id`: a live lease, or this node
+    /// became leader too recently to know the leases of the last one.
+    pub(crate) fn leased(&self, id: &str) -> bool {
+        let guard = self.policy().lease_guard;
+        let fresh = self
+            .leader_since
+            .lock()
+            .expect("tier lock")
+            .is_none_or(|t| t.elapsed() < guard);
+        fresh
+            || self
+                .leases
+                .lock()
+                .expect("tier lock")
+                .get(id)
+                .is_some_and(|until| *until > Instant::now())
     }
 
     pub(crate) fn policy(&self) -> DatanodePolicy {
@@ -100,7 +169,10 @@ impl Tier {
                 *since = Some(Instant::now());
                 self.seen.lock().expect("tier lock").clear();
             }
-            (false, true) => *since = None,
+            (false, true) => {
+                *since = None;
+                self.leases.lock().expect("tier lock").clear();
+            }
             _ => {}
         }
     }
@@ -307,10 +379,32 @@ impl MetaNode {
         &self,
         node: NodeId,
         ids: Vec<String>,
+        grace_ms: u64,
     ) -> MetaResult<Vec<String>> {
+        // Leases are the leader's memory: only the leader can tell.
+        self.ensure_leader().await?;
+        self.tier.note_leader(self.is_leader());
+        let ids: Vec<String> = ids.into_iter().filter(|id| !self.tier.leased(id)).collect();
+        let now = crate::node::now_ms();
+        let db = self.db.clone();
         self.pick_blocks(ids, move |id, row| {
             Ok(match row {
-                None => true,
+                None => {
+                    // A live (or not yet swept) intent: a writer holds it.
+                    if db
+                        .get_cf(cf(&db, CF_INTENTS), id.as_bytes())
+                        .map_err(db_err)?
+                        .is_some()
+                    {
+                        return Ok(false);
+                    }
+                    // The grace counts from the loss of the last reference.
+                    let since = crate::apply::blocks::grave_since(
+                        |k| db.get_cf(cf(&db, CF_GRAVES), k).map_err(db_err),
+                        id,
+                    )?;
+                    since.is_none_or(|t| now.saturating_sub(t) >= grace_ms as i64)
+                }
                 Some(v) => {
                     let rec = crate::apply::blocks::decode_record(id, v)?;
                     // Unknown placement (an old row): keep it.
@@ -319,6 +413,61 @@ impl MetaNode {
             })
         })
         .await
+    }
+
+    /// Records an intent on each of `ids`, live until `deadline_ms`: what
+    /// `allocate_blocks` does for the blocks it hands out (public for tests
+    /// that commit blocks of their own naming).
+    pub async fn record_intents(&self, ids: Vec<String>, deadline_ms: i64) -> MetaResult<()> {
+        self.write(Command::RecordIntents { ids, deadline_ms })
+            .await
+            .map(drop)
+    }
+
+    /// `lease_blocks`, on the leader.
+    pub(crate) async fn lease_blocks_impl(&self, ids: Vec<String>, ttl_ms: u64) -> MetaResult<()> {
+        self.ensure_leader().await?;
+        self.tier.note_leader(self.is_leader());
+        self.tier.lease(ids, Duration::from_millis(ttl_ms));
+        Ok(())
+    }
+
+    /// The leader's housekeeping (from the repair loop): proposes a
+    /// `SweepBlocks` when an intent expired or a grave is old enough to
+    /// forget, so an idle cluster writes nothing.
+    pub async fn sweep_blocks(&self) -> MetaResult<u64> {
+        let now = crate::node::now_ms();
+        let keep_ms = GRAVE_KEEP.as_millis() as i64;
+        let expired_intent = self
+            .db
+            .iterator_cf(cf(&self.db, CF_INTENTS), IteratorMode::Start)
+            .take(SWEEP_BATCH)
+            .map(|item| item.map_err(db_err))
+            .map(|item| item.and_then(|(_, v)| crate::apply::blocks::decode_intent(&v)))
+            .any(|r| r.is_ok_and(|i| i.deadline_ms < now));
+        let old_grave = self
+            .db
+            .prefix_iterator_cf(cf(&self.db, CF_GRAVES), b"t")
+            .next()
+            .transpose()
+            .map_err(db_err)?
+            .is_some_and(|(k, _)| {
+                k.first() == Some(&b't')
+                    && k.len() > 9
+                    && i64::from_be_bytes(k[1..9].try_into().expect("8 bytes")) < now - keep_ms
+            });
+        if !expired_intent && !old_grave {
+            return Ok(0);
+        }
+        let cmd = Command::SweepBlocks {
+            now_ms: now,
+            keep_ms,
+            max: SWEEP_BATCH,
+        };
+        match self.write(cmd).await? {
+            crate::command::Reply::Count(n) => Ok(n),
+            _ => Ok(0),
+        }
     }
 
     /// The current placement of each block of `data`, as repair left it

@@ -43,6 +43,7 @@ async fn meta_client_speaks_meta_api_over_http() {
     assert_eq!(page.objects.len(), 1);
 
     let up = c.create_upload(new_upload("net", "mp")).await.unwrap();
+    reserve(&node, &["q1"]).await;
     c.put_part(
         "net",
         "mp",

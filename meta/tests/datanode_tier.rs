@@ -19,6 +19,8 @@ async fn open_rf3(dir: &std::path::Path) -> std::sync::Arc<MetaNode> {
         write_quorum: 2,
         down_after: Duration::from_millis(800),
         repair_interval: Duration::from_secs(3600),
+        lease_guard: Duration::ZERO,
+        ..Default::default()
     });
     m
 }
@@ -155,20 +157,21 @@ async fn copies_not_placed_on_a_node_are_its_strays() {
             nodes: vec![2, 3],
         },
     ]);
+    common::reserve(&m, &[&"aa00".repeat(8), &"bb00".repeat(8)]).await;
     m.put_object(common::new_object("b", "k", data))
         .await
         .unwrap();
     let ids = vec!["aa00".repeat(8), "bb00".repeat(8), "cc00".repeat(8)];
     // Node 2 holds both placed copies; the unknown block is garbage.
     assert_eq!(
-        m.stray_blocks(2, ids.clone()).await.unwrap(),
+        m.stray_blocks(2, ids.clone(), 0).await.unwrap(),
         ["cc00".repeat(8)]
     );
     assert_eq!(
-        m.stray_blocks(1, ids.clone()).await.unwrap(),
+        m.stray_blocks(1, ids.clone(), 0).await.unwrap(),
         ["bb00".repeat(8), "cc00".repeat(8)]
     );
-    assert_eq!(m.stray_blocks(4, ids.clone()).await.unwrap(), ids);
+    assert_eq!(m.stray_blocks(4, ids.clone(), 0).await.unwrap(), ids);
     // Readers get the placement meta holds.
     let read = m.get_object("b", "k", None).await.unwrap();
     let ObjectData::Blocks(blocks) = read.version.data else {

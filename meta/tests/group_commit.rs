@@ -56,6 +56,8 @@ async fn concurrent_overwrites_of_one_key_leave_one_version() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path()).await;
     m.create_bucket("one", "r", "AK").await.unwrap();
+    let names: Vec<String> = (0..64).map(|i| format!("blk{i:02}")).collect();
+    reserve(&m, &names.iter().map(String::as_str).collect::<Vec<_>>()).await;
     let tasks: Vec<_> = (0..64)
         .map(|i| {
             let m = m.clone();

@@ -738,6 +738,7 @@ async fn multipart_parts_stream_and_the_upload_is_kept_until_completion_replicat
 
     let up = m.create_upload(new_upload("src", "big")).await.unwrap();
     let uid = up.upload_id.clone();
+    reserve(&m, &["p1", "p2", "p3"]).await;
     m.put_part("src", "big", &uid, part(1, 100, "aa", blocks(&["p1"])))
         .await
         .unwrap();
@@ -855,6 +856,7 @@ async fn multipart_parts_stream_and_the_upload_is_kept_until_completion_replicat
 
     // Abort of a streamed upload: MultipartAborted per destination.
     let up = m.create_upload(new_upload("src", "gone")).await.unwrap();
+    reserve(&m, &["q1"]).await;
     m.put_part(
         "src",
         "gone",
@@ -890,6 +892,7 @@ async fn multipart_parts_stream_and_the_upload_is_kept_until_completion_replicat
         .unwrap();
     let up = m.create_upload(new_upload("src", "logs/mp")).await.unwrap();
     let other = m.create_upload(new_upload("src", "other")).await.unwrap();
+    reserve(&m, &["o1"]).await;
     m.put_part(
         "src",
         "other",
@@ -1047,6 +1050,7 @@ async fn replication_works_over_meta_client() {
     assert_eq!(c.backfill_scan("src", "a", None, 100).await.unwrap(), None);
 
     let up = c.create_upload(new_upload("src", "mp")).await.unwrap();
+    reserve(&node, &["b1"]).await;
     c.put_part(
         "src",
         "mp",

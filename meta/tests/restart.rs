@@ -16,6 +16,7 @@ async fn reopening_the_same_directory_keeps_everything() {
         m.set_versioning("keep", VersioningState::Enabled)
             .await
             .unwrap();
+        reserve(&m, &["b1", "pp"]).await;
         let v1 = m
             .put_object(new_object("keep", "k", blocks(&["b1"])))
             .await

@@ -342,6 +342,7 @@ async fn complete_upload_validates_parts_and_moves_references() {
     let other = m.create_upload(new_upload("mp", "big")).await.unwrap();
     assert_ne!(up.upload_id, other.upload_id);
     let id = up.upload_id.clone();
+    reserve(&m, &["p1", "p2", "p3", "o1", "zz", "p2x"]).await;
     let e1 = "0123456789abcdef0123456789abcdef";
     let e2 = "11111111111111111111111111111111";
     let e2x = "22222222222222222222222222222222";
@@ -511,6 +512,7 @@ async fn block_references_follow_versions_and_copies() {
     let m = open(dir.path()).await;
     m.create_bucket("rc", "r", "AK").await.unwrap();
     let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    reserve(&m, &["x1", "x2", "x3", "y1", "y2"]).await;
 
     m.put_object(new_object("rc", "a", blocks(&["x1", "x2"])))
         .await
@@ -532,9 +534,13 @@ async fn block_references_follow_versions_and_copies() {
         ["x1", "x2"]
     );
     // A copy shares the source's blocks.
-    m.put_object(new_object("rc", "b", blocks(&["x3"])))
-        .await
-        .unwrap();
+    let mut copy = new_object("rc", "b", blocks(&["x3"]));
+    copy.copy_source = Some(VersionRef {
+        bucket: "rc".into(),
+        key: "a".into(),
+        version_id: "null".into(),
+    });
+    m.put_object(copy).await.unwrap();
     m.delete_object("rc", "a", None).await.unwrap();
     assert!(m
         .unreferenced_blocks(ids(&["x3"]))

@@ -221,8 +221,10 @@ def count_blocks(srv) -> int:
 
 def test_orphan_blocks_of_crashed_put_are_collected(server_factory):
     # The crash happens under the default GC settings; the restarted server
-    # runs with a 1 s grace and a 1 s interval.
-    srv = server_factory()
+    # runs with a 1 s grace and a 1 s interval. The crashed PUT's blocks
+    # hold intents until their deadline (a short one here), then their
+    # grace starts.
+    srv = server_factory(GODWIT_INTENT_TTL_SECS="3", GODWIT_REPAIR_INTERVAL_SECS="1")
     s3 = srv.client()
     bucket = unique_bucket_name("gc-crash")
     s3.create_bucket(Bucket=bucket)

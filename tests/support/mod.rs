@@ -114,6 +114,50 @@ impl S3 {
             .await
     }
 
+    /// Sends a streamed body, signed with `UNSIGNED-PAYLOAD` (as SDKs sign
+    /// a presigned or TLS upload). `headers` should carry Content-Length.
+    pub async fn send_stream(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        headers: &[(&str, &str)],
+        body: reqwest::Body,
+    ) -> reqwest::Result<reqwest::Response> {
+        let url = format!("{}{}", self.endpoint, path_and_query);
+        let identity =
+            Credentials::new(&self.access_key, &self.secret_key, None, None, "test").into();
+        let mut settings = SigningSettings::default();
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name(&self.service)
+            .time(SystemTime::now())
+            .settings(settings)
+            .build()
+            .unwrap()
+            .into();
+        let signable = SignableRequest::new(
+            method,
+            &url,
+            headers.iter().map(|(k, v)| (*k, *v)),
+            SignableBody::UnsignedPayload,
+        )
+        .unwrap();
+        let (instructions, _) = sign(signable, &params).unwrap().into_parts();
+        let mut builder = http::Request::builder().method(method).uri(&url);
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        let mut req = builder.body(()).unwrap();
+        instructions.apply_to_request_http1x(&mut req);
+        let mut out = self.http.request(req.method().clone(), &url).body(body);
+        for (k, v) in req.headers() {
+            out = out.header(k, v);
+        }
+        out.send().await
+    }
+
     pub async fn put(&self, path: &str, body: Vec<u8>) -> reqwest::Response {
         self.send("PUT", path, &[], body).await
     }
@@ -298,5 +342,33 @@ impl TestPki {
             .tls_info(true)
             .build()
             .unwrap()
+    }
+}
+
+/// A Prometheus sample of `name` (no labels) from `admin`/metrics.
+pub async fn metric(admin: &str, name: &str) -> f64 {
+    let text = reqwest::get(format!("{admin}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("{name} missing from {admin}/metrics"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+pub async fn eventually<F, Fut>(what: &str, timeout: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

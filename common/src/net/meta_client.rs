@@ -130,6 +130,19 @@ pub mod wire {
     pub struct StrayBlocks {
         pub node: u64,
         pub ids: Vec<String>,
+        /// Absent from a datanode of an earlier build: the default grace.
+        #[serde(default = "default_grace_ms")]
+        pub grace_ms: u64,
+    }
+
+    fn default_grace_ms() -> u64 {
+        3_600_000
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct LeaseBlocks {
+        pub ids: Vec<String>,
+        pub ttl_ms: u64,
     }
 
     /// Methods without arguments.
@@ -234,7 +247,12 @@ const READS: &[&str] = &[
     "list_uploads",
     "get_access_key",
     "list_access_keys",
+    // Writes, but retrying them is harmless: an allocation whose answer
+    // was lost leaves intents that expire; renewing or leasing twice is
+    // the same as once.
     "allocate_blocks",
+    "renew_intents",
+    "lease_blocks",
     "unreferenced_blocks",
     "stray_blocks",
     "list_datanodes",
@@ -634,9 +652,30 @@ impl MetaApi for MetaClient {
             .await
     }
 
-    async fn stray_blocks(&self, node: NodeId, ids: Vec<String>) -> MetaResult<Vec<String>> {
-        self.call("stray_blocks", &wire::StrayBlocks { node, ids })
+    async fn renew_intents(&self, ids: Vec<String>) -> MetaResult<Vec<String>> {
+        self.call("renew_intents", &wire::BlockIds { ids }).await
+    }
+
+    async fn lease_blocks(&self, ids: Vec<String>, ttl_ms: u64) -> MetaResult<()> {
+        self.call("lease_blocks", &wire::LeaseBlocks { ids, ttl_ms })
             .await
+    }
+
+    async fn stray_blocks(
+        &self,
+        node: NodeId,
+        ids: Vec<String>,
+        grace_ms: u64,
+    ) -> MetaResult<Vec<String>> {
+        self.call(
+            "stray_blocks",
+            &wire::StrayBlocks {
+                node,
+                ids,
+                grace_ms,
+            },
+        )
+        .await
     }
 
     async fn status(&self) -> MetaResult<MetaStatus> {

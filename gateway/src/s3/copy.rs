@@ -3,7 +3,7 @@
 //! streamed into new blocks).
 
 use futures::StreamExt;
-use godwit_common::types::{NewObject, ObjectRead};
+use godwit_common::types::{NewObject, ObjectRead, VersionRef};
 use http::StatusCode;
 use percent_encoding::percent_decode_str;
 
@@ -155,6 +155,12 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             tags,
             owner: ctx.owner().to_string(),
             replica_of: None,
+            // Meta checks in the commit that the source still exists.
+            copy_source: Some(VersionRef {
+                bucket: v.bucket.clone(),
+                key: v.key.clone(),
+                version_id: v.version_id.clone(),
+            }),
         })
         .await?;
     let doc = CopyResult {

@@ -129,6 +129,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
             tags,
             owner: ctx.owner().to_string(),
             replica_of,
+            copy_source: None,
         }),
         ctx.gw.buckets.has_versioning(bucket),
     );

@@ -26,6 +26,7 @@ pub fn apply_command(
     pos: usize,
 ) -> Result<Reply, MetaError> {
     let seq = crate::command::version_seq(log_index, pos);
+    tx.now_ms = cmd.now_ms();
     match cmd {
         Command::CreateBucket {
             name,
@@ -39,7 +40,13 @@ pub fn apply_command(
             obj,
             version_id,
             now_ms,
-        } => objects::put_object(tx, *obj, version_id, now_ms, seq),
+            claim,
+        } => {
+            if claim {
+                blocks::claim_blocks(tx, &obj.data, obj.copy_source.as_ref(), now_ms)?;
+            }
+            objects::put_object(tx, *obj, version_id, now_ms, seq)
+        }
         Command::DeleteObject {
             bucket,
             key,
@@ -70,7 +77,13 @@ pub fn apply_command(
             upload_id,
             part,
             now_ms,
-        } => multipart::put_part(tx, &bucket, &key, &upload_id, part, now_ms),
+            claim,
+        } => {
+            if claim {
+                blocks::claim_blocks(tx, &part.data, None, now_ms)?;
+            }
+            multipart::put_part(tx, &bucket, &key, &upload_id, part, now_ms)
+        }
         Command::CompleteUpload {
             complete,
             version_id,
@@ -146,6 +159,19 @@ pub fn apply_command(
             nodes,
         } => blocks::update_placement(tx, &block_id, expect, nodes),
         Command::SetDatanodeState { id, state } => blocks::set_datanode_state(tx, id, state),
+        Command::RecordIntents { ids, deadline_ms } => {
+            blocks::record_intents(tx, &ids, deadline_ms)
+        }
+        Command::RenewIntents {
+            ids,
+            deadline_ms,
+            now_ms,
+        } => blocks::renew_intents(tx, &ids, deadline_ms, now_ms),
+        Command::SweepBlocks {
+            now_ms,
+            keep_ms,
+            max,
+        } => blocks::sweep(tx, now_ms, keep_ms, max),
     }
 }
 

@@ -307,6 +307,30 @@ pub(crate) fn restamp_version(tx: &mut Overlay, v: &ObjectVersion, seq: u64) {
     tx.put(CF_OBJECTS, object_key(&v.bucket, &v.key, seq), encode(v));
 }
 
+/// One version of a key, by id, seen through the pending writes.
+pub(crate) fn load_version(
+    tx: &Overlay,
+    bucket: &str,
+    key: &str,
+    version_id: &str,
+) -> Result<Option<ObjectVersion>, MetaError> {
+    let Some(seq) = tx.get(
+        CF_VERSION_INDEX,
+        &version_index_key(bucket, key, version_id),
+    )?
+    else {
+        return Ok(None);
+    };
+    let seq = u64::from_be_bytes(
+        seq.as_slice()
+            .try_into()
+            .map_err(|_| MetaError::Internal("corrupt version index".into()))?,
+    );
+    tx.get(CF_OBJECTS, &object_key(bucket, key, seq))?
+        .map(|b| decode(&b))
+        .transpose()
+}
+
 /// Removes one version (and its index row); returns it if it existed.
 fn remove_version(
     tx: &mut Overlay,

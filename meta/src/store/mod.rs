@@ -66,6 +66,12 @@ pub const CF_REPL_FAILED: &str = "repl_failed";
 pub const CF_REPL_STATE: &str = "repl_state";
 pub const CF_REPL_VERSIONS: &str = "repl_versions";
 pub const CF_REPL_UPLOADS: &str = "repl_uploads";
+/// Block id -> `IntentRecord`: blocks handed to a writer, not committed yet
+/// (DESIGN invariant 9, `apply/blocks.rs`).
+pub const CF_INTENTS: &str = "intents";
+/// When blocks lost their last reference: `i` block id -> since (ms, BE),
+/// and `t` since (BE) block id -> () to sweep them in time order.
+pub const CF_GRAVES: &str = "block_graves";
 
 /// The column families that make up the state machine: what a snapshot
 /// carries and what installing one replaces.
@@ -88,6 +94,8 @@ pub const SM_CFS: &[&str] = &[
     CF_REPL_STATE,
     CF_REPL_VERSIONS,
     CF_REPL_UPLOADS,
+    CF_INTENTS,
+    CF_GRAVES,
 ];
 
 pub fn open_db(dir: &Path) -> anyhow::Result<Arc<DB>> {

@@ -19,6 +19,9 @@ pub struct Overlay {
     /// Since the last `savepoint`: each written slot and what it held
     /// before (None: it was not pending), newest last.
     undo: Vec<UndoSlot>,
+    /// The proposer's clock of the command being applied (0 when the
+    /// command carries none): when a dropped reference buries a block.
+    pub now_ms: i64,
 }
 
 /// A (key, value) row.
@@ -36,6 +39,7 @@ impl Overlay {
             db,
             pending: BTreeMap::new(),
             undo: Vec::new(),
+            now_ms: 0,
         }
     }
 

@@ -46,6 +46,14 @@ pub fn block(id: &str) -> BlockRef {
     }
 }
 
+/// Intents on made-up block ids (what `allocate_blocks` records for the
+/// ids it picks), so a test may commit blocks of its own naming.
+pub async fn reserve(m: &MetaNode, ids: &[&str]) {
+    m.record_intents(ids.iter().map(|s| s.to_string()).collect(), i64::MAX)
+        .await
+        .expect("intents recorded");
+}
+
 pub fn blocks(ids: &[&str]) -> ObjectData {
     ObjectData::Blocks(ids.iter().map(|id| block(id)).collect())
 }
@@ -68,6 +76,7 @@ pub fn new_object(bucket: &str, key: &str, data: ObjectData) -> NewObject {
         tags: Default::default(),
         owner: "AKTEST".into(),
         replica_of: None,
+        copy_source: None,
     }
 }
 
