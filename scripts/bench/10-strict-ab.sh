@@ -12,8 +12,15 @@
 # At the end: godwit_gateway_panics_total on the NEW server.
 #
 #   BASE=/var/tmp/godwit-base NEW=/var/tmp/godwit-new scripts/bench/10-strict-ab.sh
+#
+# Reused for other A/B comparisons of two builds: SIZE (default 4KiB) sets
+# the object size and NAME (default strict) the prefix of the result files,
+# e.g. figure 11 (block intents):
+#   SIZE=1MiB OBJECTS=200 NAME=intents-1mib BASE=... NEW=... scripts/bench/10-strict-ab.sh
 DUR=${DUR:-10s}
-OUT=${OUT:-/var/tmp/godwit-bench-results/strict-ab}
+SIZE=${SIZE:-4KiB}
+NAME=${NAME:-strict}
+OUT=${OUT:-/var/tmp/godwit-bench-results/$NAME-ab}
 source "$(dirname "$0")/lib.sh"
 
 BASE=${BASE:-/var/tmp/godwit-base}
@@ -25,11 +32,11 @@ BASE_S3=${BASE_S3:-127.0.0.1:19400}
 BASE_ADMIN=${BASE_ADMIN:-127.0.0.1:19401}
 NEW_S3=${NEW_S3:-127.0.0.1:19410}
 NEW_ADMIN=${NEW_ADMIN:-127.0.0.1:19411}
-DATA_ROOT=${DATA_ROOT:-/var/tmp/bench-data-strict-ab}
+DATA_ROOT=${DATA_ROOT:-/var/tmp/bench-data-$NAME-ab}
 # lib.sh's gbench runs $GODWIT as the load generator: the NEW binary.
 GODWIT=$NEW
 HZ=$(getconf CLK_TCK)
-TSV=$OUT/strict-ab.tsv
+TSV=$OUT/$NAME-ab.tsv
 
 declare -A PID S3 ADMIN
 S3[base]=$BASE_S3 ADMIN[base]=$BASE_ADMIN
@@ -72,10 +79,10 @@ use() {
 measure() {
   local round=$1 b=$2 op=$3
   shift 3
-  local name="strict-r$round-$op-$b" s0 s1 other
+  local name="$NAME-r$round-$op-$b" s0 s1 other
   use "$b"
   s0=$(server_ticks)
-  gbench "$name" --op "$op" --size 4KiB --concurrency "$CONC" --duration "$DUR" "$@"
+  gbench "$name" --op "$op" --size "$SIZE" --concurrency "$CONC" --duration "$DUR" "$@"
   s1=$(server_ticks)
   other=$(sed -n 's/.*other \([0-9.-]*\).*/\1/p' "$OUT/$name.load")
   jq -r --arg r "$round" --arg b "$b" --argjson t $((s1 - s0)) --argjson hz "$HZ" --arg o "$other" \
@@ -93,7 +100,7 @@ printf 'round\top\tbuild\tops\tops_per_s\tp50_us\tp99_us\terrors\tserver_cpu_us_
 for b in base new; do
   use "$b"
   log "+ godwit bench --endpoint $E --op put --count $OBJECTS --objects $OBJECTS --prefix small/"
-  "$GODWIT" bench --endpoint "$E" --no-progress --op put --size 4KiB --concurrency "$CONC" \
+  "$GODWIT" bench --endpoint "$E" --no-progress --op put --size "$SIZE" --concurrency "$CONC" \
     --count "$OBJECTS" --objects "$OBJECTS" --prefix small/ >/dev/null
 done
 
@@ -110,7 +117,7 @@ done
 
 use new
 panics=$(curl -s "http://$NEW_ADMIN/metrics" | grep '^godwit_gateway_panics_total' || echo 'godwit_gateway_panics_total (absent)')
-echo "new server: $panics" | tee "$OUT/strict-ab-panics.txt"
+echo "new server: $panics" | tee "$OUT/$NAME-ab-panics.txt"
 
 log "rows: $TSV"
 column -t -s $'\t' "$TSV"
@@ -130,4 +137,4 @@ awk -F'\t' 'function median(a, n,   i, j, t) {
       ma = median(a, R); mb = median(b, R)
       printf "%s\t%.0f\t%.0f\t%.3f\t%.3f..%.3f\t%.0f/%.0f\t%.0f/%.0f\n", k, ma, mb, mb / ma, lo, hi,
         median(pa, R), median(qa, R), median(pb, R), median(qb, R) } }' "$TSV" |
-  tee "$OUT/strict-ab-summary.tsv" | column -t -s $'\t'
+  tee "$OUT/$NAME-ab-summary.tsv" | column -t -s $'\t'
