@@ -15,6 +15,7 @@ pub mod meta_api;
 pub mod net;
 pub mod object_read;
 pub mod replication;
+pub mod suspects;
 pub mod types;
 
 pub use block_api::{BlockRouter, BlockStore, ByteStream};
