@@ -454,15 +454,17 @@ impl<'a> BlockSink<'a> {
             return;
         };
         let (id, size) = (self.done[s.block].id.clone(), self.done[s.block].size);
-        let mut late = Vec::new();
+        let mut settled = Vec::new();
         let _ = tokio::time::timeout_at(s.until, async {
-            while let Some((node, a)) = s.acks.next().await {
-                if self.judge(&id, size, node, a).is_ok() {
-                    late.push(node);
-                }
+            while let Some(ack) = s.acks.next().await {
+                settled.push(ack);
             }
         })
         .await;
+        let late: Vec<NodeId> = settled
+            .into_iter()
+            .filter_map(|(node, a)| self.judge(&id, size, node, a).ok().map(|_| node))
+            .collect();
         if !s.acks.is_empty() {
             tracing::info!(block = %id, replicas = s.acks.len(), "block replicas still writing after the quorum's grace: abandoned");
             metrics::blocks()
