@@ -43,6 +43,7 @@ pub struct FileConfig {
     pub gc_grace_secs: Option<u64>,
     pub gc_interval_secs: Option<u64>,
     pub io_backend: Option<String>,
+    pub io_deadline_secs: Option<u64>,
     pub bootstrap: Option<bool>,
     pub replication_factor: Option<usize>,
     pub write_quorum: Option<usize>,
@@ -137,6 +138,11 @@ pub struct StorageArgs {
     /// Block I/O backend: auto (io_uring, else thread pool) or threadpool.
     #[arg(long, env = "GODWIT_IO_BACKEND")]
     pub io_backend: Option<String>,
+    /// Seconds a datanode may make no progress on a block read or write
+    /// (take no bytes, send none, not answer) before the call is abandoned
+    /// and the node is skipped for a while. Default 5.
+    #[arg(long, env = "GODWIT_IO_DEADLINE_SECS")]
+    pub io_deadline_secs: Option<u64>,
 }
 
 /// Replication worker tunables (`godwit server` and `godwit replicator`).
@@ -227,6 +233,8 @@ pub struct Storage {
     pub gc_grace: std::time::Duration,
     pub gc_interval: std::time::Duration,
     pub io_backend: IoBackend,
+    /// Deadline of every block call (`godwit_common::block_api::DEFAULT_IO_DEADLINE`).
+    pub io_deadline: std::time::Duration,
 }
 
 impl Storage {
@@ -255,6 +263,11 @@ impl Storage {
                     .max(1),
             ),
             io_backend: parse_backend(a.io_backend.or(f.io_backend.take()))?,
+            io_deadline: match a.io_deadline_secs.or(f.io_deadline_secs) {
+                Some(0) => anyhow::bail!("--io-deadline-secs must be at least 1"),
+                Some(s) => std::time::Duration::from_secs(s),
+                None => godwit_common::block_api::DEFAULT_IO_DEADLINE,
+            },
         })
     }
 }
@@ -748,7 +761,8 @@ pub struct TierArgs {
     #[arg(long, env = "GODWIT_REPLICATION_FACTOR")]
     pub replication_factor: Option<usize>,
     /// Durable acks a block write needs before the object commits
-    /// (default: the replication factor); missing copies are repaired.
+    /// (default: a majority of the replication factor, 2 of 3); missing
+    /// copies are repaired.
     #[arg(long, env = "GODWIT_WRITE_QUORUM")]
     pub write_quorum: Option<usize>,
     /// A datanode without a heartbeat for this long is down (default 15).
@@ -777,7 +791,10 @@ impl TierArgs {
             .or(f.replication_factor)
             .unwrap_or(1);
         anyhow::ensure!(rf >= 1, "--replication-factor must be at least 1");
-        let quorum = self.write_quorum.or(f.write_quorum).unwrap_or(rf);
+        let quorum = self
+            .write_quorum
+            .or(f.write_quorum)
+            .unwrap_or_else(|| godwit_meta::majority(rf));
         anyhow::ensure!(
             (1..=rf).contains(&quorum),
             "--write-quorum must be between 1 and the replication factor ({rf})"

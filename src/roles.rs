@@ -185,7 +185,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
     let nodes: HashMap<u64, Arc<dyn BlockStore>> =
         HashMap::from([(LOCAL_DATANODE_ID, datanode.clone() as Arc<dyn BlockStore>)]);
     let router: Arc<dyn godwit_common::BlockRouter> =
-        Arc::new(LocalRouter::new(nodes).report_to(meta_api.clone()));
+        Arc::new(LocalRouter::new(nodes, cfg.storage.io_deadline).report_to(meta_api.clone()));
     meta.start_repair(router.clone());
     let gateway = Gateway::new(
         gateway_config(&cfg.region, &cfg.storage, &cfg.domains),
@@ -258,7 +258,10 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
     meta.set_datanode_policy(cfg.tier.policy.clone());
     // The repair loop (active on the leader) reaches datanodes through
     // their registry, read from this node itself.
-    let block_router = NetworkRouter::new(ClusterSecret::new(&cfg.cluster_secret));
+    let block_router = NetworkRouter::new(
+        ClusterSecret::new(&cfg.cluster_secret),
+        cfg.storage.io_deadline,
+    );
     block_router.spawn_refresh(meta.clone(), Duration::from_secs(5));
     meta.start_repair(block_router);
     // Replicator roles decide when a task has failed for good
@@ -413,7 +416,7 @@ pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
         Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
     let (admin, _) = start_admin(&cfg.admin_listen, None, &serving, &shutdown, &mut tasks).await?;
     let s3_listener = listen::bind(&cfg.s3_listen).await?;
-    let router = NetworkRouter::new(secret);
+    let router = NetworkRouter::new(secret, cfg.storage.io_deadline);
     // Serve only once a datanode is known: a gateway that started before
     // its datanodes registered would otherwise fail writes until the next
     // refresh.
@@ -456,7 +459,7 @@ pub async fn run_replicator(cfg: ReplicatorRoleConfig) -> anyhow::Result<()> {
     let meta: Arc<dyn MetaApi> =
         Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
     let (admin, _) = start_admin(&cfg.admin_listen, None, &serving, &shutdown, &mut tasks).await?;
-    let router = NetworkRouter::new(secret);
+    let router = NetworkRouter::new(secret, godwit_common::block_api::DEFAULT_IO_DEADLINE);
     until_ok("waiting for a registered datanode", || async {
         match router.refresh(meta.as_ref()).await? {
             0 => anyhow::bail!("no datanode registered yet"),

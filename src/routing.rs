@@ -4,16 +4,20 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
 
 use godwit_common::cluster::ClusterSecret;
+use godwit_common::net::block_client::BlockHttp;
 use godwit_common::net::BlockClient;
+use godwit_common::suspects::Suspects;
 use godwit_common::types::NodeId;
 use godwit_common::{BlockRouter, BlockStore, MetaApi, MetaError};
 
-/// Where routers send bad-copy reports (`BlockRouter::report_bad_replica`):
-/// meta, in a task of its own so a read never waits on it.
+/// Where routers send bad-copy and slow-node reports
+/// (`BlockRouter::report_bad_replica`, `report_slow_node`): meta, in a task
+/// of its own so a read or write never waits on it.
 #[derive(Default)]
-struct Reporter(OnceLock<Arc<dyn MetaApi>>);
+struct Reporter(OnceLock<Arc<dyn MetaApi>>, Suspects);
 
 impl Reporter {
     fn lease(&self, ids: Vec<String>, ttl: std::time::Duration) {
@@ -25,6 +29,23 @@ impl Reporter {
             let ttl_ms = ttl.as_millis() as u64;
             if let Err(e) = meta.lease_blocks(ids, ttl_ms).await {
                 tracing::warn!(error = %e, "leasing blocks for a read failed");
+            }
+        });
+    }
+
+    /// Marks `node` suspect here, and at meta the first time.
+    fn slow(&self, node: NodeId, reason: &str) {
+        if !self.1.mark(node) {
+            return;
+        }
+        tracing::warn!(node, reason, "datanode missed its I/O deadline: suspect");
+        let Some(meta) = self.0.get().cloned() else {
+            return;
+        };
+        let reason = reason.to_string();
+        tokio::spawn(async move {
+            if let Err(e) = meta.report_slow_datanode(node, &reason).await {
+                tracing::warn!(node, error = %e, "reporting a slow datanode failed");
             }
         });
     }
@@ -52,13 +73,15 @@ impl Reporter {
 pub struct LocalRouter {
     nodes: HashMap<NodeId, Arc<dyn BlockStore>>,
     reporter: Reporter,
+    io_deadline: Duration,
 }
 
 impl LocalRouter {
-    pub fn new(nodes: HashMap<NodeId, Arc<dyn BlockStore>>) -> Self {
+    pub fn new(nodes: HashMap<NodeId, Arc<dyn BlockStore>>, io_deadline: Duration) -> Self {
         LocalRouter {
             nodes,
             reporter: Reporter::default(),
+            io_deadline,
         }
     }
 
@@ -81,12 +104,24 @@ impl BlockRouter for LocalRouter {
     fn lease_blocks(&self, ids: Vec<String>, ttl: std::time::Duration) {
         self.reporter.lease(ids, ttl);
     }
+
+    fn io_deadline(&self) -> Duration {
+        self.io_deadline
+    }
+
+    fn report_slow_node(&self, node: NodeId, reason: &str) {
+        self.reporter.slow(node, reason);
+    }
+
+    fn is_suspect(&self, node: NodeId) -> bool {
+        self.reporter.1.contains(node)
+    }
 }
 
-/// Datanode clients over one shared, pooled HTTP client.
+/// Datanode clients over shared, pooled HTTP clients.
 pub struct NetworkRouter {
     secret: ClusterSecret,
-    http: reqwest::Client,
+    http: BlockHttp,
     nodes: RwLock<HashMap<NodeId, Arc<dyn BlockStore>>>,
     /// Wakes the refresh task early when a lookup misses (a datanode that
     /// registered after our last refresh).
@@ -95,10 +130,10 @@ pub struct NetworkRouter {
 }
 
 impl NetworkRouter {
-    pub fn new(secret: ClusterSecret) -> Arc<Self> {
+    pub fn new(secret: ClusterSecret, io_deadline: Duration) -> Arc<Self> {
         Arc::new(NetworkRouter {
             secret,
-            http: godwit_common::net::block_client::internal_http_client(),
+            http: BlockHttp::new(io_deadline),
             nodes: RwLock::new(HashMap::new()),
             wake: tokio::sync::Notify::new(),
             reporter: Reporter::default(),
@@ -161,5 +196,17 @@ impl BlockRouter for NetworkRouter {
 
     fn lease_blocks(&self, ids: Vec<String>, ttl: std::time::Duration) {
         self.reporter.lease(ids, ttl);
+    }
+
+    fn io_deadline(&self) -> Duration {
+        self.http.io_deadline()
+    }
+
+    fn report_slow_node(&self, node: NodeId, reason: &str) {
+        self.reporter.slow(node, reason);
+    }
+
+    fn is_suspect(&self, node: NodeId) -> bool {
+        self.reporter.1.contains(node)
     }
 }

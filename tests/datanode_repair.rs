@@ -223,6 +223,23 @@ async fn assert_object(s3: &S3, path: &str, want: &[u8]) {
     );
 }
 
+/// Waits until each of `blocks` has a file on every datanode of `dns`: a
+/// PUT returns once the write quorum (2) acked, and a third copy that was
+/// still writing then may be finished by repair a moment later.
+async fn on_every_node(c: &Cluster, dns: &[u64], blocks: &BTreeSet<String>) {
+    eventually(
+        "a copy on every datanode",
+        Duration::from_secs(60),
+        || async {
+            dns.iter().all(|dn| {
+                let files = block_files(&c.dn_dir(*dn));
+                blocks.iter().all(|b| files.contains_key(b))
+            })
+        },
+    )
+    .await;
+}
+
 /// The block ids a PUT created: files that appeared on any datanode.
 fn all_ids(c: &Cluster, ids: &[u64]) -> BTreeSet<String> {
     ids.iter()
@@ -258,17 +275,13 @@ async fn datanodes_repair_lost_and_corrupt_copies_and_drain() {
     assert_eq!(s3.put("/tier/nine", nine.clone()).await.status(), 200);
     let ids = all_ids(&c, &[1, 2, 3]);
     assert_eq!(ids.len(), 1 + 10, "1 + 10 blocks of 1 MiB");
-    for id in 1..=3 {
-        let files = block_files(&c.dn_dir(id));
-        assert!(
-            ids.iter().all(|b| files.contains_key(b)),
-            "dn{id} lacks a copy"
-        );
-    }
-    assert_eq!(
-        metric(&c.meta_admin(), "godwit_blocks_under_replicated").await,
-        0.0
-    );
+    on_every_node(&c, &[1, 2, 3], &ids).await;
+    eventually(
+        "no block under-replicated",
+        Duration::from_secs(30),
+        || async { metric(&c.meta_admin(), "godwit_blocks_under_replicated").await == 0.0 },
+    )
+    .await;
 
     // ---- a corrupt copy: the read goes around it, then it is rewritten ----
     let before = all_ids(&c, &[1, 2, 3]);
@@ -279,6 +292,7 @@ async fn datanodes_repair_lost_and_corrupt_copies_and_drain() {
         .cloned()
         .collect();
     assert_eq!(victim_ids.len(), 3);
+    on_every_node(&c, &[1, 2, 3], &victim_ids.iter().cloned().collect()).await;
     // Corrupt every copy of the victim on datanodes 1 and 2: whichever
     // replica a read starts with, at most one good copy (datanode 3) is left.
     let mut corrupted = Vec::new();
@@ -314,6 +328,7 @@ async fn datanodes_repair_lost_and_corrupt_copies_and_drain() {
         .next()
         .cloned()
         .unwrap();
+    on_every_node(&c, &[1, 2, 3], &BTreeSet::from([quiet_id.clone()])).await;
     let path = block_files(&c.dn_dir(2))[&quiet_id].clone();
     let reference = std::fs::read(&block_files(&c.dn_dir(1))[&quiet_id]).unwrap();
     let scrub_found = metric(&c.dn_admin(2), "godwit_datanode_scrub_corrupt_total").await;

@@ -30,6 +30,7 @@ async fn start(dir: &std::path::Path) -> ServerHandle {
             gc_grace_secs: None,
             gc_interval_secs: None,
             io_backend: None,
+            io_deadline_secs: None,
         },
         replication: Default::default(),
         tier: Default::default(),

@@ -54,6 +54,7 @@ impl Server {
                 gc_grace_secs: None,
                 gc_interval_secs: None,
                 io_backend: None,
+                io_deadline_secs: None,
             },
             replication: Default::default(),
             tier: Default::default(),

@@ -74,6 +74,7 @@ async fn region(name: &'static str, tls: bool) -> Region {
             gc_grace_secs: None,
             gc_interval_secs: None,
             io_backend: None,
+            io_deadline_secs: None,
         },
         replication: godwit::config::ReplicationArgs {
             replication_backoff_max_ms: Some(500),

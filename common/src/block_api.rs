@@ -3,6 +3,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -48,9 +49,32 @@ pub trait BlockStore: Send + Sync + 'static {
     async fn delete_block(&self, id: &str) -> Result<(), BlockError>;
 }
 
+/// Default I/O deadline of block calls (`--io-deadline-secs`): how long a
+/// datanode may make no progress (take no body bytes, send no bytes, not
+/// answer) before the call is abandoned and the node marked suspect. A
+/// healthy datanode answers in milliseconds; a few seconds covers a
+/// loaded disk's fdatasync.
+pub const DEFAULT_IO_DEADLINE: Duration = Duration::from_secs(5);
+
 /// Resolves a datanode id to a `BlockStore` (in-process or network client).
 pub trait BlockRouter: Send + Sync + 'static {
     fn node(&self, id: NodeId) -> Option<Arc<dyn BlockStore>>;
+
+    /// The I/O deadline of block reads and writes through this router
+    /// (see `DEFAULT_IO_DEADLINE`).
+    fn io_deadline(&self) -> Duration {
+        DEFAULT_IO_DEADLINE
+    }
+
+    /// `node` missed an I/O deadline: skip it for new writes and try it
+    /// last on reads for a while (`crate::suspects`), and tell meta so
+    /// placement skips it too. Must not block; the default does nothing.
+    fn report_slow_node(&self, _node: NodeId, _reason: &str) {}
+
+    /// Whether `node` missed an I/O deadline recently.
+    fn is_suspect(&self, _node: NodeId) -> bool {
+        false
+    }
 
     /// A read found `node`'s copy of `block_id` bad (or could not finish
     /// it): tell meta so it checks and repairs the copy. Must not block;

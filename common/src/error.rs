@@ -97,6 +97,11 @@ pub enum BlockError {
     /// The datanode could not be reached.
     #[error("datanode unavailable: {0}")]
     Unavailable(String),
+    /// The datanode made no progress within the I/O deadline (a stalled
+    /// process, disk or connection): the caller abandons it. Says nothing
+    /// about the copy.
+    #[error("datanode missed its I/O deadline: {0}")]
+    DeadlineMissed(String),
 }
 
 impl From<std::io::Error> for BlockError {

@@ -16,6 +16,7 @@ pub mod net;
 pub mod object_read;
 pub mod read_lease;
 pub mod replication;
+pub mod suspects;
 pub mod types;
 
 pub use block_api::{BlockRouter, BlockStore, ByteStream};

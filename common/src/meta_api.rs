@@ -205,6 +205,13 @@ pub trait MetaApi: Send + Sync + 'static {
     ) -> MetaResult<()> {
         Err(unsupported())
     }
+    /// A gateway (or repair) saw `node` miss an I/O deadline: the node is
+    /// skipped for new blocks for a while (`suspects::SUSPECT_FOR`) unless the others
+    /// cannot make the write quorum, and readers are sent to it last.
+    /// Leader only, in memory (like liveness).
+    async fn report_slow_datanode(&self, _node: NodeId, _reason: &str) -> MetaResult<()> {
+        Err(unsupported())
+    }
     /// Every registered datanode with its state, liveness and usage.
     async fn datanode_status(&self) -> MetaResult<Vec<DatanodeStatus>> {
         Err(unsupported())

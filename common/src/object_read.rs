@@ -4,15 +4,33 @@
 //! Only the blocks overlapping the range are fetched, in order, each from
 //! the first replica that answers; a replica that fails midway is replaced
 //! by the next one from the same offset (blocks are immutable).
+//!
+//! Deadlines (DESIGN invariant 10): a replica that does not start
+//! answering, or sends nothing for the router's I/O deadline while we wait
+//! for its next bytes, is abandoned the same way and its node reported
+//! slow; replicas on nodes already suspect are tried last. Time the
+//! caller spends not polling (a slow client) does not count.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 use futures::StreamExt;
 
 use crate::types::{BlockRef, ObjectData, ObjectRead, ReadGrant};
 use crate::{BlockError, BlockRouter, ByteStream};
+
+/// Block reads given up on a replica that missed its I/O deadline (the
+/// read went on at the next replica, or failed when none was left).
+pub static READS_ABANDONED: LazyLock<prometheus::IntCounter> = LazyLock::new(|| {
+    let c = prometheus::IntCounter::new(
+        "godwit_block_reads_abandoned_total",
+        "Block reads abandoned on a replica that missed its I/O deadline",
+    )
+    .expect("valid metric");
+    let _ = prometheus::default_registry().register(Box::new(c.clone()));
+    c
+});
 
 /// One block's share of a read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,20 +140,28 @@ async fn open_segment(
     delivered: u64,
 ) -> Result<Reading, std::io::Error> {
     let mut last_err = BlockError::Unavailable(format!("block {} has no replica left", seg.id));
+    let deadline = router.io_deadline();
     for (idx, node) in seg.nodes.iter().enumerate().skip(first_node) {
         let Some(store) = router.node(*node) else {
             last_err = BlockError::Unavailable(format!("datanode {node} is unknown"));
             continue;
         };
-        match store
-            .get_block(
+        let opened = tokio::time::timeout(
+            deadline,
+            store.get_block(
                 &seg.id,
                 &token,
                 seg.offset + delivered,
                 Some(seg.len - delivered),
-            )
-            .await
-        {
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(BlockError::DeadlineMissed(format!(
+                "datanode {node} did not answer a read"
+            )))
+        });
+        match opened {
             Ok(stream) => {
                 return Ok(Reading {
                     seg,
@@ -149,6 +175,9 @@ async fn open_segment(
                 tracing::warn!(block = %seg.id, node, error = %e, "block read failed, trying next replica");
                 if copy_is_suspect(&e) {
                     router.report_bad_replica(&seg.id, *node, &e.to_string());
+                } else if matches!(e, BlockError::DeadlineMissed(_)) {
+                    READS_ABANDONED.inc();
+                    router.report_slow_node(*node, &e.to_string());
                 }
                 last_err = e;
             }
@@ -166,7 +195,9 @@ fn copy_is_suspect(e: &BlockError) -> bool {
         // A range outside the block: the stored file is not the block the
         // manifest describes.
         BlockError::BadRequest(_) => true,
-        BlockError::Forbidden(_) | BlockError::Unavailable(_) => false,
+        BlockError::Forbidden(_) | BlockError::Unavailable(_) | BlockError::DeadlineMissed(_) => {
+            false
+        }
     }
 }
 
@@ -176,7 +207,10 @@ impl ReadState {
             let mut reading = match self.current.take() {
                 Some(r) => r,
                 None => {
-                    let (seg, token) = self.segments.pop_front()?;
+                    let (mut seg, token) = self.segments.pop_front()?;
+                    // Suspect nodes last (a stable sort keeps meta's order
+                    // otherwise).
+                    seg.nodes.sort_by_key(|n| self.router.is_suspect(*n));
                     match open_segment(&self.router, seg, token, 0, 0).await {
                         Ok(r) => r,
                         Err(e) => {
@@ -187,7 +221,15 @@ impl ReadState {
                 }
             };
             let want = reading.seg.len - reading.delivered;
-            match reading.stream.next().await {
+            let next = tokio::time::timeout(self.router.io_deadline(), reading.stream.next()).await;
+            let next = match next {
+                Ok(next) => next,
+                Err(_) => Some(Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no bytes within the I/O deadline",
+                ))),
+            };
+            match next {
                 Some(Ok(mut chunk)) => {
                     if chunk.len() as u64 > want {
                         chunk.truncate(want as usize);
@@ -207,17 +249,24 @@ impl ReadState {
                     if want == 0 {
                         continue;
                     }
-                    let why = match end_or_err {
-                        Some(Err(e)) => e.to_string(),
-                        _ => "stream ended early".to_string(),
+                    let (why, timed_out) = match end_or_err {
+                        Some(Err(e)) => (e.to_string(), e.kind() == std::io::ErrorKind::TimedOut),
+                        _ => ("stream ended early".to_string(), false),
                     };
                     let node = reading.seg.nodes.get(reading.node_idx).copied();
                     tracing::warn!(block = %reading.seg.id, ?node, error = %why, "block read interrupted, trying next replica");
-                    // A stream that breaks midway is how a datanode reports
-                    // a chunk failing its CRC after the headers went out;
-                    // meta re-reads the copy before acting on the report.
-                    if let Some(node) = node {
-                        self.router.report_bad_replica(&reading.seg.id, node, &why);
+                    match node {
+                        // Stalled: the node is slow, the copy may be fine.
+                        Some(node) if timed_out => {
+                            READS_ABANDONED.inc();
+                            self.router.report_slow_node(node, &why);
+                        }
+                        // A stream that breaks midway is how a datanode
+                        // reports a chunk failing its CRC after the headers
+                        // went out; meta re-reads the copy before acting on
+                        // the report.
+                        Some(node) => self.router.report_bad_replica(&reading.seg.id, node, &why),
+                        None => {}
                     }
                     let Reading {
                         seg,

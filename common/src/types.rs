@@ -458,6 +458,10 @@ pub struct DatanodeStatus {
     pub blocks: u64,
     /// Committed blocks meta places on this node.
     pub placed_blocks: u64,
+    /// Missed an I/O deadline recently (`report_slow_datanode`): new
+    /// blocks go elsewhere while the others make the write quorum.
+    #[serde(default)]
+    pub suspect: bool,
 }
 
 /// Raft and store status of the meta node that answered.

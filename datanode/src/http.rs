@@ -41,6 +41,7 @@ impl IntoResponse for ApiError {
             BlockError::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,
             BlockError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
             BlockError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            BlockError::DeadlineMissed(_) => StatusCode::GATEWAY_TIMEOUT,
         };
         if status.is_server_error() {
             tracing::warn!(error = %self.0, "datanode request failed");

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use common::*;
 use godwit_common::cluster::ClusterSecret;
 use godwit_common::net::block_client::internal_http_client;
+use godwit_common::net::block_client::BlockHttp;
 use godwit_common::net::BlockClient;
 use godwit_common::{BlockError, BlockStore};
 use godwit_datanode::Datanode;
@@ -42,7 +43,7 @@ async fn serve() -> Server {
 }
 
 fn client(s: &Server) -> BlockClient {
-    BlockClient::new(s.url.clone(), secret(), internal_http_client())
+    BlockClient::new(s.url.clone(), secret(), BlockHttp::default())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,7 +106,7 @@ async fn errors_cross_the_wire_as_block_errors() {
     let intruder = BlockClient::new(
         s.url.clone(),
         ClusterSecret::new("wrong"),
-        internal_http_client(),
+        BlockHttp::default(),
     );
     let r = intruder.get_block(&id, &rtok(&id), 0, None).await.err();
     assert!(matches!(r, Some(BlockError::Forbidden(_))), "{r:?}");
@@ -152,7 +153,7 @@ async fn unreachable_datanode_is_unavailable() {
     let c = BlockClient::new(
         format!("http://127.0.0.1:{port}"),
         secret(),
-        internal_http_client(),
+        BlockHttp::default(),
     );
     let id = id(1);
     assert!(matches!(
@@ -203,4 +204,38 @@ async fn corruption_mid_stream_fails_the_client_body() {
         .await
         .unwrap();
     assert_eq!(got, b"after");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_body_that_keeps_moving_outlives_the_io_deadline() {
+    // The deadline bounds time without progress, not the transfer: a body
+    // whose source sends a chunk every 150 ms for well over the 400 ms
+    // deadline is written whole (the time spent waiting on our own
+    // source is not the datanode's).
+    let s = serve().await;
+    let c = BlockClient::new(
+        s.url.clone(),
+        secret(),
+        BlockHttp::new(std::time::Duration::from_millis(400)),
+    );
+    let want = data(12 * 1000, 9);
+    let pieces: Vec<bytes::Bytes> = want
+        .chunks(1000)
+        .map(bytes::Bytes::copy_from_slice)
+        .collect();
+    let slow: godwit_common::ByteStream = Box::pin(futures::stream::unfold(
+        pieces.into_iter(),
+        |mut it| async move {
+            let next = it.next()?;
+            tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+            Some((Ok(next), it))
+        },
+    ));
+    let id = id(7);
+    let w = c.put_block(&id, &wtok(&id), slow).await.unwrap();
+    assert_eq!(w.size, want.len() as u64);
+    let got = collect(c.get_block(&id, &rtok(&id), 0, None).await.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(got, want);
 }

@@ -9,18 +9,32 @@
 //! unfinished block writes are cancelled; finished blocks no object names
 //! are the datanodes' garbage to collect.
 //!
+//! Deadlines (invariant 10): a replica whose datanode takes no bytes for
+//! the router's I/O deadline, or does not ack within it once its block
+//! was sent, is abandoned and its node reported slow (skipped for a
+//! while). A block is done once its write quorum acked; the replicas
+//! still writing then get a short grace (`STRAGGLER_GRACE`, or as long as
+//! the quorum took) before they are abandoned too. The manifest names
+//! exactly the nodes that acked; meta's repair copies the block to the
+//! replication factor.
+//!
 //! Reading lives in `godwit_common::object_read` (the replication worker
 //! reads objects the same way) and is re-exported here.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
 use futures::StreamExt;
-use godwit_common::types::{BlockAlloc, BlockRef, ObjectData};
+use godwit_common::block_api::BlockWritten;
+use godwit_common::types::{BlockAlloc, BlockRef, NodeId, ObjectData};
 use godwit_common::{BlockError, BlockRouter, ByteStream, MetaApi};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::body::checksum::{Algo, Digests, Hasher};
 use crate::error::{from_io, S3Error};
@@ -33,6 +47,12 @@ const CHANNEL_DEPTH: usize = 4;
 const MAX_UNACKED_BLOCKS: usize = 2;
 /// Block ids asked of meta at once when the body length is known.
 const MAX_ALLOC_BATCH: u64 = 16;
+/// Least time a replica still writing when its block's quorum acked gets
+/// before it is abandoned (see `BlockSink::ack_oldest`).
+const STRAGGLER_GRACE: Duration = Duration::from_millis(200);
+/// Blocks whose stragglers may still be writing; beyond, the oldest are
+/// settled (bounded memory: each holds a few chunks in its channel).
+const MAX_STRAGGLING_BLOCKS: usize = 8;
 
 /// Where the bytes go and how they may be stored.
 pub struct WriteTarget<'a> {
@@ -124,21 +144,80 @@ pub async fn write_stream(
     })
 }
 
-type PutTask = JoinHandle<Result<godwit_common::block_api::BlockWritten, BlockError>>;
+/// One replica's block write and when it ended; dropping it cancels the
+/// write (the datanode discards the partial block).
+type PutTask = AbortOnDropHandle<(Result<BlockWritten, BlockError>, Instant)>;
+type BodySender = mpsc::Sender<Result<Bytes, std::io::Error>>;
 
 /// A block being streamed to its datanodes.
 struct OpenBlock {
     alloc: BlockAlloc,
-    senders: Vec<Option<mpsc::Sender<Result<Bytes, std::io::Error>>>>,
-    tasks: Vec<PutTask>,
+    senders: Vec<Option<BodySender>>,
+    /// Per node of `alloc.nodes`: its write, or why it was abandoned.
+    tasks: Vec<Result<PutTask, S3Error>>,
     written: u64,
 }
 
 /// A block fully sent, awaiting its acks.
 struct SentBlock {
     alloc: BlockAlloc,
-    tasks: Vec<PutTask>,
+    tasks: Vec<Result<PutTask, S3Error>>,
     size: u64,
+    closed: Instant,
+}
+
+/// How one replica's write ended.
+enum Ack {
+    /// Durable on the datanode, at that instant.
+    Written(BlockWritten, Instant),
+    Failed(S3Error),
+    /// No progress or no answer within the I/O deadline.
+    Missed,
+}
+
+type AckFuture = BoxFuture<'static, (NodeId, Ack)>;
+
+/// The replicas of a block still writing when its quorum acked.
+struct Stragglers {
+    /// Index of the block in `BlockSink::done`.
+    block: usize,
+    /// The block's nodes in placement order (readers try them in order).
+    placed: Vec<NodeId>,
+    acks: FuturesUnordered<AckFuture>,
+    /// Abandoned if not acked by then.
+    until: Instant,
+}
+
+/// Awaits one replica's ack until `deadline`; a missed deadline drops (so
+/// cancels) the write.
+fn ack(node: NodeId, task: PutTask, deadline: Instant) -> AckFuture {
+    Box::pin(async move {
+        let ack = match tokio::time::timeout_at(deadline, task).await {
+            Ok(Ok((Ok(w), at))) => Ack::Written(w, at),
+            // The block client's own deadline (a stalled connection).
+            Ok(Ok((Err(BlockError::DeadlineMissed(_)), _))) => Ack::Missed,
+            Ok(Ok((Err(e), _))) => Ack::Failed(e.into()),
+            Ok(Err(e)) => Ack::Failed(S3Error::InternalError(format!(
+                "block write task failed: {e}"
+            ))),
+            Err(_) => Ack::Missed,
+        };
+        (node, ack)
+    })
+}
+
+/// `nodes` in the order of `placed` (the placement meta chose, whichever
+/// acked first).
+fn in_placement_order(nodes: &mut [NodeId], placed: &[NodeId]) {
+    nodes.sort_by_key(|n| placed.iter().position(|p| p == n));
+}
+
+fn write_quorum(alloc: &BlockAlloc) -> usize {
+    match alloc.write_quorum {
+        0 => alloc.nodes.len(),
+        q => q.min(alloc.nodes.len()),
+    }
+    .max(1)
 }
 
 struct BlockSink<'a> {
@@ -147,6 +226,7 @@ struct BlockSink<'a> {
     allocs: VecDeque<BlockAlloc>,
     open: Option<OpenBlock>,
     unacked: VecDeque<SentBlock>,
+    stragglers: VecDeque<Stragglers>,
     done: Vec<BlockRef>,
     intents: IntentKeeper,
 }
@@ -159,6 +239,7 @@ impl<'a> BlockSink<'a> {
             allocs: VecDeque::new(),
             open: None,
             unacked: VecDeque::new(),
+            stragglers: VecDeque::new(),
             done: Vec::new(),
             intents: IntentKeeper::default(),
         }
@@ -194,18 +275,31 @@ impl<'a> BlockSink<'a> {
                 "no datanode available for a new block".into(),
             ));
         }
+        let router = self.target.router;
+        // Nodes that missed a deadline lately are left out while the
+        // others can make the quorum (meta's placement skips them too,
+        // but these allocations may predate the report).
+        let suspect: Vec<bool> = alloc.nodes.iter().map(|n| router.is_suspect(*n)).collect();
+        let skip_suspects = suspect.iter().filter(|s| !**s).count() >= write_quorum(&alloc);
         let mut senders = Vec::with_capacity(alloc.nodes.len());
         let mut tasks = Vec::with_capacity(alloc.nodes.len());
-        for node in &alloc.nodes {
+        for (node, suspect) in alloc.nodes.iter().zip(suspect) {
+            if suspect && skip_suspects {
+                metrics::blocks().abandoned("suspect").inc();
+                tasks.push(Err(S3Error::ServiceUnavailable(format!(
+                    "datanode {node} is suspect (missed an I/O deadline)"
+                ))));
+                senders.push(None);
+                continue;
+            }
             // A node this router does not know yet fails its own write
             // only: the quorum decides whether the block is written.
-            let Some(store) = self.target.router.node(*node) else {
+            let Some(store) = router.node(*node) else {
                 let node = *node;
-                tasks.push(tokio::spawn(async move {
-                    Err(BlockError::Unavailable(format!(
-                        "datanode {node} is unknown"
-                    )))
-                }));
+                tasks.push(Ok(AbortOnDropHandle::new(tokio::spawn(async move {
+                    let e = BlockError::Unavailable(format!("datanode {node} is unknown"));
+                    (Err(e), Instant::now())
+                }))));
                 senders.push(None);
                 continue;
             };
@@ -214,9 +308,10 @@ impl<'a> BlockSink<'a> {
                 rx.recv().await.map(|item| (item, rx))
             }));
             let (id, token) = (alloc.id.clone(), alloc.token.clone());
-            tasks.push(tokio::spawn(async move {
-                store.put_block(&id, &token, stream).await
-            }));
+            tasks.push(Ok(AbortOnDropHandle::new(tokio::spawn(async move {
+                let r = store.put_block(&id, &token, stream).await;
+                (r, Instant::now())
+            }))));
             senders.push(Some(tx));
         }
         Ok(OpenBlock {
@@ -240,15 +335,7 @@ impl<'a> BlockSink<'a> {
             let room = (self.target.block_size - block.written) as usize;
             let piece = chunk.split_to(room.min(chunk.len()));
             block.written += piece.len() as u64;
-            for sender in block.senders.iter_mut() {
-                // A closed channel means that datanode gave up: its task
-                // holds the error, reported when the block is acked.
-                if let Some(tx) = sender {
-                    if tx.send(Ok(piece.clone())).await.is_err() {
-                        *sender = None;
-                    }
-                }
-            }
+            send_to_replicas(self.target.router.as_ref(), block, piece).await;
             if block.written == self.target.block_size {
                 self.close_open().await?;
             }
@@ -264,6 +351,7 @@ impl<'a> BlockSink<'a> {
                 alloc: block.alloc,
                 tasks: block.tasks,
                 size: block.written,
+                closed: Instant::now(),
             });
         }
         while self.unacked.len() > MAX_UNACKED_BLOCKS {
@@ -272,57 +360,143 @@ impl<'a> BlockSink<'a> {
         Ok(())
     }
 
+    /// Whether a replica's ack counts; logs and reports the ones that do
+    /// not.
+    /// The instant the replica's write was durable.
+    fn judge(&self, block: &str, size: u64, node: NodeId, ack: Ack) -> Result<Instant, S3Error> {
+        match ack {
+            Ack::Written(w, at) if w.size == size => Ok(at),
+            Ack::Written(w, _) => Err(S3Error::InternalError(format!(
+                "datanode {node} stored {} bytes of block {block}, {size} were sent",
+                w.size
+            ))),
+            Ack::Failed(e) => {
+                tracing::warn!(block, node, error = %e, "block replica write failed");
+                Err(e)
+            }
+            Ack::Missed => {
+                tracing::warn!(
+                    block,
+                    node,
+                    "block replica missed its I/O deadline: abandoned"
+                );
+                metrics::blocks().abandoned("deadline").inc();
+                self.target
+                    .router
+                    .report_slow_node(node, "no block write answer within the I/O deadline");
+                Err(S3Error::ServiceUnavailable(format!(
+                    "datanode {node} missed its I/O deadline"
+                )))
+            }
+        }
+    }
+
     async fn ack_oldest(&mut self) -> Result<(), S3Error> {
-        let Some(mut sent) = self.unacked.pop_front() else {
+        let Some(sent) = self.unacked.pop_front() else {
             return Ok(());
         };
         // The write quorum must ack durably (invariant 1: durable before
-        // commit); the manifest names only the nodes that did, and meta's
-        // repair restores the missing copies.
-        let quorum = match sent.alloc.write_quorum {
-            0 => sent.alloc.nodes.len(),
-            q => q.min(sent.alloc.nodes.len()),
-        };
-        let mut acked = Vec::with_capacity(sent.alloc.nodes.len());
+        // commit); the acks are awaited together and the block is done as
+        // soon as the quorum has acked, so a stalled replica delays
+        // nothing. The manifest names only the nodes that acked, and
+        // meta's repair restores the missing copies.
+        let quorum = write_quorum(&sent.alloc);
+        let deadline = sent.closed + self.target.router.io_deadline();
+        let mut acks: FuturesUnordered<AckFuture> = FuturesUnordered::new();
         let mut first_err = None;
-        for (task, node) in sent.tasks.iter_mut().zip(&sent.alloc.nodes) {
-            let result = match task.await {
-                Ok(r) => r.map_err(S3Error::from),
-                Err(e) => Err(S3Error::InternalError(format!(
-                    "block write task failed: {e}"
-                ))),
-            };
-            match result {
-                Ok(w) if w.size == sent.size => acked.push(*node),
-                Ok(w) => {
-                    first_err.get_or_insert(S3Error::InternalError(format!(
-                        "datanode {node} stored {} bytes of block {}, {} were sent",
-                        w.size, sent.alloc.id, sent.size
-                    )));
-                }
+        for (task, node) in sent.tasks.into_iter().zip(&sent.alloc.nodes) {
+            match task {
+                Ok(task) => acks.push(ack(*node, task, deadline)),
                 Err(e) => {
-                    tracing::warn!(block = %sent.alloc.id, node, error = %e, "block replica write failed");
                     first_err.get_or_insert(e);
                 }
             }
         }
-        if acked.len() < quorum.max(1) {
+        let mut acked = Vec::with_capacity(sent.alloc.nodes.len());
+        let mut quorum_at = sent.closed;
+        while acked.len() < quorum {
+            let Some((node, a)) = acks.next().await else {
+                break;
+            };
+            match self.judge(&sent.alloc.id, sent.size, node, a) {
+                Ok(at) => {
+                    acked.push(node);
+                    quorum_at = quorum_at.max(at);
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if acked.len() < quorum {
+            // Dropping `acks` cancels the writes still running.
             return Err(first_err.unwrap_or_else(|| {
                 S3Error::ServiceUnavailable("no datanode acknowledged the block".into())
             }));
         }
+        in_placement_order(&mut acked, &sent.alloc.nodes);
         self.done.push(BlockRef {
             id: sent.alloc.id.clone(),
             size: sent.size,
             nodes: acked,
         });
+        if !acks.is_empty() {
+            // The others keep writing while the body streams on; the last
+            // blocks' get as long again as their quorum took (healthy
+            // replicas finish within a few ms of each other), counted from
+            // when the quorum was durable, not from when we looked.
+            let grace = (quorum_at - sent.closed)
+                .max(STRAGGLER_GRACE)
+                .min(self.target.router.io_deadline());
+            self.stragglers.push_back(Stragglers {
+                block: self.done.len() - 1,
+                placed: sent.alloc.nodes.clone(),
+                acks,
+                until: quorum_at + grace,
+            });
+            while self.stragglers.len() > MAX_STRAGGLING_BLOCKS {
+                self.settle_oldest_stragglers().await;
+            }
+        }
         Ok(())
+    }
+
+    /// Adds the oldest block's stragglers that acked by their grace to its
+    /// manifest; abandons the others (repair copies the block).
+    async fn settle_oldest_stragglers(&mut self) {
+        let Some(mut s) = self.stragglers.pop_front() else {
+            return;
+        };
+        let (id, size) = (self.done[s.block].id.clone(), self.done[s.block].size);
+        let mut settled = Vec::new();
+        let _ = tokio::time::timeout_at(s.until, async {
+            while let Some(ack) = s.acks.next().await {
+                settled.push(ack);
+            }
+        })
+        .await;
+        let late: Vec<NodeId> = settled
+            .into_iter()
+            .filter_map(|(node, a)| self.judge(&id, size, node, a).ok().map(|_| node))
+            .collect();
+        if !s.acks.is_empty() {
+            tracing::info!(block = %id, replicas = s.acks.len(), "block replicas still writing after the quorum's grace: abandoned");
+            metrics::blocks()
+                .abandoned("straggler")
+                .inc_by(s.acks.len() as u64);
+        }
+        let nodes = &mut self.done[s.block].nodes;
+        nodes.extend(late);
+        in_placement_order(nodes, &s.placed);
     }
 
     async fn finish(mut self) -> Result<(Vec<BlockRef>, IntentKeeper), S3Error> {
         self.close_open().await?;
         while !self.unacked.is_empty() {
             self.ack_oldest().await?;
+        }
+        while !self.stragglers.is_empty() {
+            self.settle_oldest_stragglers().await;
         }
         Ok((
             std::mem::take(&mut self.done),
@@ -331,15 +505,44 @@ impl<'a> BlockSink<'a> {
     }
 }
 
-impl Drop for BlockSink<'_> {
-    /// On an early return, cancel the block writes still running so the
-    /// datanodes discard them instead of storing truncated blocks.
-    fn drop(&mut self) {
-        if let Some(block) = &self.open {
-            block.tasks.iter().for_each(|t| t.abort());
+/// Sends `piece` to every replica still in `block`. A replica whose channel
+/// stays full for the I/O deadline (its datanode took no bytes) is
+/// abandoned and reported slow; the others wait for it at most that long.
+async fn send_to_replicas(router: &dyn BlockRouter, block: &mut OpenBlock, piece: Bytes) {
+    let mut full = Vec::new();
+    for (i, sender) in block.senders.iter_mut().enumerate() {
+        let Some(tx) = sender else { continue };
+        match tx.try_send(Ok(piece.clone())) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(item)) => full.push((i, item)),
+            // A closed channel means that datanode gave up: its task
+            // holds the error, reported when the block is acked.
+            Err(mpsc::error::TrySendError::Closed(_)) => *sender = None,
         }
-        for sent in &self.unacked {
-            sent.tasks.iter().for_each(|t| t.abort());
+    }
+    if full.is_empty() {
+        return;
+    }
+    let deadline = router.io_deadline();
+    let waits = full.into_iter().map(|(i, item)| {
+        let tx = block.senders[i].clone().expect("sender checked above");
+        async move { (i, tokio::time::timeout(deadline, tx.send(item)).await) }
+    });
+    for (i, sent) in futures::future::join_all(waits).await {
+        match sent {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => block.senders[i] = None,
+            Err(_) => {
+                let node = block.alloc.nodes[i];
+                tracing::warn!(block = %block.alloc.id, node, "datanode took no block bytes within the I/O deadline: replica abandoned");
+                metrics::blocks().abandoned("stalled").inc();
+                router.report_slow_node(node, "took no block bytes within the I/O deadline");
+                block.senders[i] = None;
+                // Dropping the task cancels the write.
+                block.tasks[i] = Err(S3Error::ServiceUnavailable(format!(
+                    "datanode {node} took no block bytes within the I/O deadline"
+                )));
+            }
         }
     }
 }

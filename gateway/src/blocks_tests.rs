@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use godwit_common::block_api::BlockWritten;
@@ -46,6 +47,12 @@ struct MemNode {
     blocks: Mutex<HashMap<String, Vec<u8>>>,
     fail_writes: bool,
     fail_reads_after: Option<usize>,
+    /// Takes no body bytes, ever (a stopped process, a stuck disk).
+    stall_writes: bool,
+    /// Takes the whole body, then never answers.
+    hold_acks: bool,
+    /// Answers reads with a stream that never sends a byte.
+    stall_reads: bool,
 }
 
 #[async_trait]
@@ -56,12 +63,18 @@ impl BlockStore for MemNode {
         _token: &str,
         mut body: ByteStream,
     ) -> Result<BlockWritten, BlockError> {
+        if self.stall_writes {
+            std::future::pending::<()>().await;
+        }
         let mut data = Vec::new();
         while let Some(chunk) = body.next().await {
             data.extend_from_slice(&chunk.map_err(|e| BlockError::BadRequest(e.to_string()))?);
         }
         if self.fail_writes {
             return Err(BlockError::Io("disk full".into()));
+        }
+        if self.hold_acks {
+            std::future::pending::<()>().await;
         }
         let size = data.len() as u64;
         self.blocks.lock().unwrap().insert(id.to_string(), data);
@@ -75,6 +88,9 @@ impl BlockStore for MemNode {
         offset: u64,
         len: Option<u64>,
     ) -> Result<ByteStream, BlockError> {
+        if self.stall_reads {
+            return Ok(Box::pin(futures::stream::pending()));
+        }
         let data = self
             .blocks
             .lock()
@@ -100,7 +116,14 @@ impl BlockStore for MemNode {
     }
 }
 
-struct Nodes(HashMap<NodeId, Arc<MemNode>>, Mutex<Vec<(String, NodeId)>>);
+/// The datanodes, the bad-copy reports, the I/O deadline and the
+/// slow-node reports (which make a node suspect).
+struct Nodes(
+    HashMap<NodeId, Arc<MemNode>>,
+    Mutex<Vec<(String, NodeId)>>,
+    Duration,
+    Mutex<Vec<NodeId>>,
+);
 
 impl BlockRouter for Nodes {
     fn node(&self, id: NodeId) -> Option<Arc<dyn BlockStore>> {
@@ -110,10 +133,34 @@ impl BlockRouter for Nodes {
     fn report_bad_replica(&self, block_id: &str, node: NodeId, _reason: &str) {
         self.1.lock().unwrap().push((block_id.to_string(), node));
     }
+
+    fn io_deadline(&self) -> Duration {
+        self.2
+    }
+
+    fn report_slow_node(&self, node: NodeId, _reason: &str) {
+        self.3.lock().unwrap().push(node);
+    }
+
+    fn is_suspect(&self, node: NodeId) -> bool {
+        self.3.lock().unwrap().contains(&node)
+    }
 }
 
 fn nodes(list: [(NodeId, Arc<MemNode>); 2]) -> Nodes {
-    Nodes(list.into(), Mutex::default())
+    Nodes(
+        list.into(),
+        Mutex::default(),
+        Duration::from_secs(5),
+        Mutex::default(),
+    )
+}
+
+/// Fails the test instead of hanging it when `f` never ends.
+async fn ends<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), f)
+        .await
+        .expect("hung: a stalled replica blocked the call")
 }
 
 fn cluster(a: MemNode, b: MemNode) -> (Arc<dyn MetaApi>, Arc<Nodes>) {
@@ -379,4 +426,115 @@ async fn inline_reads_slice_the_range() {
         b"world"
     );
     assert!(read_all(nodes, &obj, 3, 3).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_replica_whose_channel_never_drains_does_not_block_the_write() {
+    let meta: Arc<dyn MetaApi> = Arc::new(Allocator {
+        quorum: 1,
+        ..Default::default()
+    });
+    let stalled = MemNode {
+        stall_writes: true,
+        ..Default::default()
+    };
+    let mut router = nodes([(1, Arc::new(MemNode::default())), (2, Arc::new(stalled))]);
+    router.2 = Duration::from_millis(300);
+    let router = Arc::new(router);
+    let dyn_router: Arc<dyn BlockRouter> = router.clone();
+    // Blocks of 100 bytes sent 5 at a time: far more pieces than the
+    // channel holds, so feeding the stalled node blocks on its channel.
+    let target = WriteTarget {
+        meta: &meta,
+        router: &dyn_router,
+        block_size: 100,
+        inline_threshold: 0,
+        max_size: 1000,
+    };
+    let data: Vec<u8> = (0..250u32).map(|i| i as u8).collect();
+    let w = ends(write_stream(&target, body_of(&data, 5), None, &[]))
+        .await
+        .unwrap();
+    let ObjectData::Blocks(blocks) = &w.data else {
+        panic!("blocks expected")
+    };
+    assert_eq!(blocks.len(), 3);
+    assert!(blocks.iter().all(|b| b.nodes == vec![1]), "{blocks:?}");
+    // Reported slow once; the later blocks skipped it.
+    assert_eq!(*router.3.lock().unwrap(), vec![2]);
+    assert!(router.0[&2].blocks.lock().unwrap().is_empty());
+    let obj = as_read(w.data, 250);
+    assert_eq!(read_all(dyn_router, &obj, 0, 250).await.unwrap(), data);
+}
+
+#[tokio::test]
+async fn quorum_reached_returns_without_waiting_for_the_straggler() {
+    let meta: Arc<dyn MetaApi> = Arc::new(Allocator {
+        quorum: 1,
+        ..Default::default()
+    });
+    let straggler = MemNode {
+        hold_acks: true,
+        ..Default::default()
+    };
+    let mut router = nodes([(1, Arc::new(MemNode::default())), (2, Arc::new(straggler))]);
+    // A deadline longer than the guard of `ends`: only the quorum rule
+    // can end this write in time.
+    router.2 = Duration::from_secs(3600);
+    let router = Arc::new(router);
+    let data: Vec<u8> = (0..25u8).collect();
+    let w = ends(write(&meta, router.clone(), &data, 0)).await.unwrap();
+    let ObjectData::Blocks(blocks) = &w.data else {
+        panic!("blocks expected")
+    };
+    // The manifest names the node that acked; the straggler, abandoned
+    // after its grace, is left to repair (and was not reported slow: it
+    // missed no deadline).
+    assert!(blocks.iter().all(|b| b.nodes == vec![1]), "{blocks:?}");
+    assert!(router.3.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_straggler_that_acks_within_its_grace_is_named() {
+    // Quorum 1 of 2 healthy nodes: both copies land and both are named,
+    // whichever acked first.
+    let meta: Arc<dyn MetaApi> = Arc::new(Allocator {
+        quorum: 1,
+        ..Default::default()
+    });
+    let router = Arc::new(nodes([
+        (1, Arc::new(MemNode::default())),
+        (2, Arc::new(MemNode::default())),
+    ]));
+    let data: Vec<u8> = (0..25u8).collect();
+    let w = write(&meta, router, &data, 0).await.unwrap();
+    let ObjectData::Blocks(blocks) = &w.data else {
+        panic!("blocks expected")
+    };
+    for b in blocks {
+        let mut n = b.nodes.clone();
+        n.sort();
+        assert_eq!(n, vec![1, 2], "{blocks:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_read_that_stalls_moves_to_the_next_replica() {
+    let (meta, good) = cluster(MemNode::default(), MemNode::default());
+    let data: Vec<u8> = (0..30u8).collect();
+    let w = write(&meta, good.clone(), &data, 0).await.unwrap();
+    // Node 1 answers every read and then sends nothing.
+    let stalled = MemNode {
+        stall_reads: true,
+        ..Default::default()
+    };
+    let mut router = nodes([(1, Arc::new(stalled)), (2, good.0[&2].clone())]);
+    router.2 = Duration::from_millis(200);
+    let router = Arc::new(router);
+    let obj = as_read(w.data, 30);
+    let got = ends(read_all(router.clone(), &obj, 0, 30)).await.unwrap();
+    assert_eq!(got, data);
+    // Reported slow (not bad: the copy may be fine), then tried last.
+    assert_eq!(*router.3.lock().unwrap(), vec![1]);
+    assert!(router.1.lock().unwrap().is_empty());
 }

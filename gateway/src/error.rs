@@ -270,6 +270,7 @@ impl From<BlockError> for S3Error {
     fn from(e: BlockError) -> Self {
         match e {
             BlockError::Unavailable(m) => S3Error::ServiceUnavailable(m),
+            e @ BlockError::DeadlineMissed(_) => S3Error::ServiceUnavailable(e.to_string()),
             other => S3Error::InternalError(other.to_string()),
         }
     }

@@ -74,6 +74,37 @@ pub fn s3() -> &'static S3Metrics {
     })
 }
 
+/// Block writes of the gateway (`blocks.rs`).
+pub struct BlockMetrics {
+    abandoned: IntCounterVec,
+}
+
+impl BlockMetrics {
+    /// Replica writes given up, by why: `suspect` (its node missed a
+    /// deadline lately, not even started), `stalled` (took no bytes for
+    /// the I/O deadline), `deadline` (no ack within it), `straggler`
+    /// (still writing past the grace after its block's quorum acked).
+    pub fn abandoned(&self, reason: &str) -> IntCounter {
+        self.abandoned.with_label_values(&[reason])
+    }
+}
+
+pub fn blocks() -> &'static BlockMetrics {
+    static METRICS: OnceLock<BlockMetrics> = OnceLock::new();
+    METRICS.get_or_init(|| BlockMetrics {
+        abandoned: register(
+            IntCounterVec::new(
+                Opts::new(
+                    "godwit_block_replicas_abandoned_total",
+                    "Block replica writes abandoned (the block is repaired to its replication factor), by reason",
+                ),
+                &["reason"],
+            )
+            .expect("valid metric"),
+        ),
+    })
+}
+
 /// Latency observer for one operation.
 pub fn duration(operation: &str) -> Histogram {
     s3().duration.with_label_values(&[operation])

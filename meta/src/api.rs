@@ -441,6 +441,10 @@ impl MetaApi for MetaNode {
         self.report_bad_replica_impl(block_id, node, reason).await
     }
 
+    async fn report_slow_datanode(&self, node: NodeId, reason: &str) -> MetaResult<()> {
+        self.report_slow_datanode_impl(node, reason).await
+    }
+
     async fn datanode_status(&self) -> MetaResult<Vec<DatanodeStatus>> {
         self.datanode_status_impl().await
     }

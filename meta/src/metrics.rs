@@ -21,6 +21,10 @@ pub struct Metrics {
     pub log_entries: IntCounter,
     pub commands_applied: IntCounter,
     pub proposals: IntCounter,
+    /// Datanodes suspect now (reported slow, `tier.rs`), as of the last
+    /// report or repair round.
+    pub datanodes_suspect: IntGauge,
+    pub datanodes_marked_suspect: IntCounter,
 }
 
 fn gauge(name: &str, help: &str) -> IntGauge {
@@ -64,6 +68,14 @@ pub fn get() -> &'static Metrics {
         proposals: counter(
             "godwit_meta_proposals_total",
             "Raft entries proposed by this node (each carries one or more commands)",
+        ),
+        datanodes_suspect: gauge(
+            "godwit_meta_datanodes_suspect",
+            "Datanodes reported slow (missed an I/O deadline) and skipped for new blocks",
+        ),
+        datanodes_marked_suspect: counter(
+            "godwit_meta_datanodes_marked_suspect_total",
+            "Times a datanode that was not suspect was reported slow",
         ),
     })
 }

@@ -135,6 +135,7 @@ impl MetaNode {
     async fn repair_round(&self, router: &dyn BlockRouter) -> MetaResult<()> {
         let leader = self.is_leader();
         self.tier.note_leader(leader);
+        self.tier.count_slow();
         if !leader {
             UNDER_REPLICATED.set(0);
             return Ok(());
@@ -227,7 +228,7 @@ impl MetaNode {
                 Ok(()) => {
                     tracing::info!(block = %id, node, %reason, "reported copy checked good");
                 }
-                Err(BlockError::Unavailable(e)) => {
+                Err(BlockError::Unavailable(e) | BlockError::DeadlineMissed(e)) => {
                     tracing::info!(block = %id, node, error = %e, "reported copy not checked: node unreachable");
                 }
                 Err(e) => {
@@ -302,7 +303,10 @@ impl MetaNode {
                         tracing::warn!(block = %id, from = s, to = t, error = %e, "block copy failed");
                         // The source copy may be the bad one: check it (a
                         // good one survives the check).
-                        if !matches!(e, BlockError::Unavailable(_)) {
+                        if !matches!(
+                            e,
+                            BlockError::Unavailable(_) | BlockError::DeadlineMissed(_)
+                        ) {
                             self.tier.suspect(id.clone(), *s, e.to_string());
                         }
                     }
@@ -390,7 +394,11 @@ async fn verify_copy(
     let mut got = 0u64;
     while let Some(piece) = stream.next().await {
         got += piece
-            .map_err(|e| BlockError::Corrupt(format!("read broke off: {e}")))?
+            .map_err(|e| match e.kind() {
+                // A stalled node, not a bad copy.
+                std::io::ErrorKind::TimedOut => BlockError::DeadlineMissed(e.to_string()),
+                _ => BlockError::Corrupt(format!("read broke off: {e}")),
+            })?
             .len() as u64;
     }
     if got != size {

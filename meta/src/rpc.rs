@@ -184,6 +184,8 @@ async fn meta_call(
             r.node,
             &r.reason
         )),
+        "report_slow_datanode" => rpc!(body, wire::SlowDatanode, |r| n
+            .report_slow_datanode(r.node, &r.reason)),
         "datanode_status" => rpc!(body, wire::Empty, |_r| n.datanode_status()),
         "decommission_datanode" => rpc!(body, wire::DatanodeId, |r| n.decommission_datanode(r.id)),
         "stray_blocks" => rpc!(body, wire::StrayBlocks, |r| n

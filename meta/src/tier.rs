@@ -1,18 +1,23 @@
 //! The datanode tier as meta sees it: liveness from heartbeats, the
 //! placement policy (replication factor, write quorum), bad-copy reports
-//! waiting for the repair loop, and the `MetaApi` methods that serve them.
+//! waiting for the repair loop, datanodes reported slow (suspects), and
+//! the `MetaApi` methods that serve them.
 //!
 //! What must survive a leader change goes through Raft: registrations,
 //! admin states (`Decommissioning`), block placements. Liveness does not:
 //! it is the current leader's view of the heartbeats it received, and a new
 //! leader gives every node one down-timeout of grace before calling it
-//! down (it has not heard from anyone yet).
+//! down (it has not heard from anyone yet). Suspects are leader-local too:
+//! a node a gateway saw miss an I/O deadline may still heartbeat (a stuck
+//! disk, a half-open connection), so liveness alone would keep placing
+//! blocks on it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use godwit_common::meta_api::MetaResult;
+use godwit_common::suspects::SUSPECT_FOR;
 use godwit_common::types::*;
 use godwit_common::MetaError;
 use rocksdb::IteratorMode;
@@ -48,10 +53,20 @@ pub const GRAVE_KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Intents and graves swept per Raft command.
 pub const SWEEP_BATCH: usize = 10_000;
 
+/// The default write quorum: a majority of the replication factor
+/// (floor(rf/2)+1: 1 of 1, 2 of 2, 2 of 3, 3 of 5), as Garage does. An
+/// acknowledged object then has at least this many durable copies; the
+/// others are written alongside or repaired, and any two majorities share a
+/// copy.
+pub fn majority(replication_factor: usize) -> usize {
+    replication_factor.max(1) / 2 + 1
+}
+
 /// Tunables of the tier (`godwit meta --write-quorum`, ...).
 #[derive(Clone, Debug)]
 pub struct DatanodePolicy {
-    /// Durable acks a block write needs; 0 means the replication factor.
+    /// Durable acks a block write needs; 0 means a majority of the
+    /// replication factor (`majority`).
     pub write_quorum: usize,
     /// No heartbeat for this long: the node is down.
     pub down_after: Duration,
@@ -90,6 +105,8 @@ pub(crate) struct Tier {
     /// When this node last became leader (`None`: not leader).
     leader_since: Mutex<Option<Instant>>,
     pub(crate) suspects: Mutex<VecDeque<(String, NodeId, String)>>,
+    /// Datanodes reported slow (`report_slow_datanode`), until when.
+    slow: Mutex<HashMap<NodeId, Instant>>,
     /// Copies per datanode as of the last repair scan.
     pub(crate) placed: Mutex<HashMap<NodeId, u64>>,
     pub(crate) task: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -108,6 +125,7 @@ impl Tier {
             // that just started: every node gets its grace period.
             leader_since: Mutex::new(Some(Instant::now())),
             suspects: Mutex::new(VecDeque::new()),
+            slow: Mutex::new(HashMap::new()),
             placed: Mutex::new(HashMap::new()),
             task: Mutex::new(None),
             wake: std::sync::Arc::new(tokio::sync::Notify::new()),
@@ -208,6 +226,40 @@ impl Tier {
         }
     }
 
+    /// Marks `node` slow for `SUSPECT_FOR`; true when it was not already.
+    pub(crate) fn mark_slow(&self, node: NodeId) -> bool {
+        let now = Instant::now();
+        let fresh = {
+            let mut slow = self.slow.lock().expect("tier lock");
+            let fresh = slow.get(&node).is_none_or(|t| *t <= now);
+            slow.insert(node, now + SUSPECT_FOR);
+            fresh
+        };
+        if fresh {
+            crate::metrics::get().datanodes_marked_suspect.inc();
+        }
+        self.count_slow();
+        fresh
+    }
+
+    /// Forgets expired suspects and sets the gauge.
+    pub(crate) fn count_slow(&self) {
+        let now = Instant::now();
+        let mut slow = self.slow.lock().expect("tier lock");
+        slow.retain(|_, t| *t > now);
+        crate::metrics::get()
+            .datanodes_suspect
+            .set(slow.len() as i64);
+    }
+
+    pub(crate) fn is_slow(&self, node: NodeId) -> bool {
+        self.slow
+            .lock()
+            .expect("tier lock")
+            .get(&node)
+            .is_some_and(|t| *t > Instant::now())
+    }
+
     pub(crate) fn suspect(&self, block_id: String, node: NodeId, reason: String) {
         let mut q = self.suspects.lock().expect("tier lock");
         if q.len() < MAX_SUSPECTS && !q.iter().any(|(b, n, _)| *b == block_id && *n == node) {
@@ -257,8 +309,9 @@ impl MetaNode {
     }
 
     /// Placement and quorum of new blocks: copies on distinct up nodes
-    /// (distinct zones when set); `Unavailable` when fewer nodes are up
-    /// than the write quorum needs.
+    /// (distinct zones when set), leaving out suspects (nodes reported
+    /// slow) while the others can make the quorum; `Unavailable` when
+    /// fewer nodes are up than the write quorum needs.
     pub(crate) fn place_new_blocks(&self, count: usize) -> MetaResult<(Vec<Vec<NodeId>>, usize)> {
         let records = self.datanode_records()?;
         if records.is_empty() {
@@ -271,11 +324,24 @@ impl MetaNode {
         let desired = self.desired_copies(&records);
         let rf = self.cfg.replication_factor.max(1);
         let quorum = match self.tier.policy().write_quorum {
-            0 => rf,
+            0 => majority(rf),
             q => q.min(rf),
         }
         // A cluster smaller than the factor cannot do better than all of it.
         .min(desired.max(1));
+        // Fewer copies on fast nodes (repair adds the rest once the suspect
+        // recovers) beat a write that waits for a node's deadline.
+        let (fast, slow): (Vec<Candidate>, Vec<Candidate>) =
+            up.into_iter().partition(|c| !self.tier.is_slow(c.id));
+        let up = if fast.len() >= quorum || slow.is_empty() {
+            fast
+        } else {
+            tracing::warn!(
+                suspects = slow.len(),
+                "placing blocks on suspect datanodes: the others cannot make the write quorum"
+            );
+            fast.into_iter().chain(slow).collect()
+        };
         let copies = desired.min(up.len());
         if copies == 0 || copies < quorum {
             return Err(MetaError::Unavailable(format!(
@@ -334,6 +400,18 @@ impl MetaNode {
         Ok(())
     }
 
+    pub(crate) async fn report_slow_datanode_impl(
+        &self,
+        node: NodeId,
+        reason: &str,
+    ) -> MetaResult<()> {
+        self.ensure_leader().await?;
+        if self.tier.mark_slow(node) {
+            tracing::warn!(node, reason, "datanode reported slow: suspect");
+        }
+        Ok(())
+    }
+
     pub(crate) async fn datanode_status_impl(&self) -> MetaResult<Vec<DatanodeStatus>> {
         self.ensure_leader().await?;
         self.tier.note_leader(self.is_leader());
@@ -356,6 +434,7 @@ impl MetaNode {
                     used_bytes: hb.used_bytes,
                     blocks: hb.blocks,
                     placed_blocks: placed.get(&id).copied().unwrap_or(0),
+                    suspect: self.tier.is_slow(id),
                 }
             })
             .collect())
@@ -484,11 +563,16 @@ impl MetaNode {
             if let Some(v) = r.map_err(|e| MetaError::Internal(format!("rocksdb: {e}")))? {
                 let rec = crate::apply::blocks::decode_record(&b.id, &v)?;
                 if !rec.nodes.is_empty() {
-                    // Up nodes first, so readers do not wait on a dead one.
-                    let (mut up, down): (Vec<_>, Vec<_>) =
-                        rec.nodes.into_iter().partition(|n| self.tier.is_up(*n));
-                    up.extend(down);
-                    b.nodes = up;
+                    // Up nodes first, suspects after them, so readers do
+                    // not wait on a dead or stalled one.
+                    let rank = |n: &NodeId| match (self.tier.is_up(*n), self.tier.is_slow(*n)) {
+                        (true, false) => 0,
+                        (true, true) => 1,
+                        (false, _) => 2,
+                    };
+                    let mut nodes = rec.nodes;
+                    nodes.sort_by_key(rank);
+                    b.nodes = nodes;
                 }
             }
         }

@@ -182,3 +182,72 @@ async fn copies_not_placed_on_a_node_are_its_strays() {
     assert_eq!(first, [1, 2]);
     m.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_default_write_quorum_is_a_majority() {
+    assert_eq!([1, 2, 3, 4, 5].map(godwit_meta::majority), [1, 2, 2, 3, 3]);
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_rf3(dir.path()).await;
+    m.set_datanode_policy(DatanodePolicy::default());
+    for (id, zone) in NODES {
+        m.heartbeat(hb(id, zone)).await.unwrap();
+    }
+    for a in m.allocate_blocks(5).await.unwrap() {
+        assert_eq!((a.nodes.len(), a.write_quorum), (3, 2), "{a:?}");
+    }
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn suspect_nodes_take_no_new_copies_while_the_others_make_the_quorum() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_rf3(dir.path()).await;
+    m.create_bucket("b", "us-east-1", "AKTEST").await.unwrap();
+    for (id, zone) in NODES {
+        m.heartbeat(hb(id, zone)).await.unwrap();
+    }
+    // A gateway saw node 3 (zone b's only node) miss an I/O deadline.
+    m.report_slow_datanode(3, "no answer within the I/O deadline")
+        .await
+        .unwrap();
+    let st = m.datanode_status().await.unwrap();
+    let suspects: Vec<_> = st.iter().filter(|s| s.suspect).map(|s| s.id).collect();
+    assert_eq!(suspects, [3]);
+    assert!(st.iter().all(|s| s.up));
+    for a in m.allocate_blocks(20).await.unwrap() {
+        assert!(!a.nodes.contains(&3), "a suspect got a copy: {a:?}");
+        assert_eq!(a.nodes.len(), 3, "{a:?}");
+    }
+    // Readers are sent to it last.
+    let data = ObjectData::Blocks(vec![BlockRef {
+        id: "dd00".repeat(8),
+        size: 10,
+        nodes: vec![3, 1, 4],
+    }]);
+    m.put_object(common::new_object("b", "k", data))
+        .await
+        .unwrap();
+    let read = m.get_object("b", "k", None).await.unwrap();
+    let ObjectData::Blocks(blocks) = read.version.data else {
+        panic!("blocks expected")
+    };
+    assert_eq!(blocks[0].nodes, [1, 4, 3]);
+
+    // With only three nodes and two of them suspect, the quorum (2)
+    // needs a suspect: writes go on rather than fail.
+    let dir = tempfile::tempdir().unwrap();
+    let m3 = open_rf3(dir.path()).await;
+    for (id, zone) in &NODES[..3] {
+        m3.heartbeat(hb(*id, zone)).await.unwrap();
+    }
+    m3.report_slow_datanode(1, "slow").await.unwrap();
+    let a = m3.allocate_blocks(1).await.unwrap();
+    let mut nodes = a[0].nodes.clone();
+    nodes.sort();
+    assert_eq!(nodes, [2, 3], "one suspect: the other two make the quorum");
+    m3.report_slow_datanode(2, "slow").await.unwrap();
+    let a = m3.allocate_blocks(1).await.unwrap();
+    assert_eq!(a[0].nodes.len(), 3, "{a:?}");
+    m.shutdown().await;
+    m3.shutdown().await;
+}

@@ -510,9 +510,11 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One word for a datanode: its admin state, or up/down while active.
+/// One word for a datanode: its admin state, or up/suspect/down while
+/// active.
 pub fn datanode_state(n: &DatanodeStatus) -> &'static str {
     match (n.state, n.up) {
+        (DatanodeState::Active, true) if n.suspect => "suspect",
         (DatanodeState::Active, true) => "up",
         (DatanodeState::Active, false) => "down",
         (s, _) => s.as_str(),

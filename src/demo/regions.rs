@@ -145,6 +145,7 @@ impl LocalRegions {
                 gc_grace_secs: None,
                 gc_interval_secs: None,
                 io_backend: None,
+                io_deadline_secs: None,
             },
             // A short retry backoff: a hiccup must not stretch the figures
             // by a minute-long sleep.

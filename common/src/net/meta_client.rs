@@ -17,9 +17,17 @@
 //! when they certainly were not proposed (refused connection, `NotLeader`);
 //! a write that timed out or lost its connection after being sent returns
 //! `Unavailable` (outcome unknown), as S3 answers 503.
+//!
+//! A node that timed out or refused a connection is avoided for
+//! `AVOID_FOR` (`Avoided`): calls go to the other endpoints, and leader
+//! hints naming it are not followed, so a stopped leader costs one
+//! attempt timeout to the first call that meets it, not one to every
+//! call while a follower still names it as leader. When every endpoint is
+//! avoided, the client tries them anyway.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -116,6 +124,12 @@ pub mod wire {
     #[derive(Serialize, Deserialize, Debug, Clone)]
     pub struct BadReplica {
         pub block_id: String,
+        pub node: u64,
+        pub reason: String,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone)]
+    pub struct SlowDatanode {
         pub node: u64,
         pub reason: String,
     }
@@ -232,6 +246,9 @@ const RETRY_WINDOW: Duration = Duration::from_secs(10);
 /// `MAX_BACKOFF`.
 const FIRST_BACKOFF: Duration = Duration::from_millis(25);
 const MAX_BACKOFF: Duration = Duration::from_millis(200);
+/// How long an endpoint that timed out or refused a connection is passed
+/// over: a few election timeouts, time for a new leader to be known.
+const AVOID_FOR: Duration = Duration::from_secs(10);
 /// Response header naming the leader's `host:port` (set by meta's RPC).
 const LEADER_HINT_HEADER: &str = "x-godwit-meta-leader";
 
@@ -292,6 +309,44 @@ pub struct MetaClient {
     http: reqwest::Client,
     /// Index of the endpoint believed to be the leader.
     current: AtomicUsize,
+    avoided: Avoided,
+}
+
+/// Endpoints that timed out or refused a connection lately, until when.
+#[derive(Default)]
+struct Avoided(Mutex<Vec<Option<Instant>>>);
+
+impl Avoided {
+    fn mark(&self, at: usize, n: usize) {
+        let mut v = self.0.lock().expect("avoided lock");
+        v.resize(n, None);
+        v[at] = Some(Instant::now() + AVOID_FOR);
+    }
+
+    fn clear(&self, at: usize) {
+        if let Some(slot) = self.0.lock().expect("avoided lock").get_mut(at) {
+            *slot = None;
+        }
+    }
+
+    fn is_avoided(&self, at: usize) -> bool {
+        self.0
+            .lock()
+            .expect("avoided lock")
+            .get(at)
+            .copied()
+            .flatten()
+            .is_some_and(|t| t > Instant::now())
+    }
+
+    /// `at`, or the first endpoint after it that is not avoided (`at`
+    /// itself when all are).
+    fn pick(&self, at: usize, n: usize) -> usize {
+        (0..n)
+            .map(|k| (at + k) % n)
+            .find(|i| !self.is_avoided(*i))
+            .unwrap_or(at)
+    }
 }
 
 impl MetaClient {
@@ -319,6 +374,7 @@ impl MetaClient {
             bearer: secret.bearer(),
             http,
             current: AtomicUsize::new(0),
+            avoided: Avoided::default(),
         }
     }
 
@@ -340,7 +396,9 @@ impl MetaClient {
         let deadline = Instant::now() + RETRY_WINDOW;
         let mut failures = 0u32;
         loop {
-            let at = self.current.load(Ordering::Relaxed) % n;
+            let at = self
+                .avoided
+                .pick(self.current.load(Ordering::Relaxed) % n, n);
             let err = match self.attempt(at, method, req, timeout).await {
                 Attempt::Done(r) => return r,
                 Attempt::Retry(e) => e,
@@ -382,8 +440,14 @@ impl MetaClient {
             .json(req)
             .send()
             .await;
+        if matches!(&sent, Err(e) if e.is_timeout() || e.is_connect()) {
+            self.avoided.mark(at, self.endpoints.len());
+        }
         let resp = match sent {
-            Ok(r) => r,
+            Ok(r) => {
+                self.avoided.clear(at);
+                r
+            }
             // Not connected: nothing was proposed.
             Err(e) if e.is_connect() => {
                 return Attempt::Retry(MetaError::Unavailable(format!("{url}: {e}")))
@@ -432,8 +496,11 @@ impl MetaClient {
         };
         // A TLS meta node advertises `https://host:port`.
         let leader = super::tls::host_port(leader);
+        // A follower may name a stopped leader until it learns the new one.
         if let Some(i) = self.hosts.iter().position(|h| h == leader) {
-            self.current.store(i, Ordering::Relaxed);
+            if !self.avoided.is_avoided(i) {
+                self.current.store(i, Ordering::Relaxed);
+            }
         }
     }
 
@@ -643,6 +710,14 @@ impl MetaApi for MetaClient {
         self.call("report_bad_replica", &req).await
     }
 
+    async fn report_slow_datanode(&self, node: NodeId, reason: &str) -> MetaResult<()> {
+        let req = wire::SlowDatanode {
+            node,
+            reason: reason.into(),
+        };
+        self.call("report_slow_datanode", &req).await
+    }
+
     async fn datanode_status(&self) -> MetaResult<Vec<DatanodeStatus>> {
         self.call("datanode_status", &wire::Empty {}).await
     }
@@ -840,5 +915,104 @@ impl MetaApi for MetaClient {
             origin,
         };
         self.call("delete_object_replica", &req).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// A stopped meta node: the kernel accepts, nothing answers. Counts
+    /// the connections it was sent.
+    async fn stopped_node() -> (String, Arc<AtomicUsize>) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let count = seen.clone();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((sock, _)) = l.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                held.push(sock);
+            }
+        });
+        (addr, seen)
+    }
+
+    /// A follower that answers every call with an empty list and names
+    /// `leader` as the leader (it has not heard of a new one yet).
+    async fn follower(leader: String) -> String {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = l.accept().await {
+                let leader = leader.clone();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    // Head, then the body its Content-Length announces.
+                    let body_start = loop {
+                        let n = sock.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..body_start]).to_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map(|v| v.trim().parse().unwrap())
+                        .unwrap_or(0);
+                    while buf.len() < body_start + len {
+                        let n = sock.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                    let body = r#"{"Ok":[]}"#;
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                         {LEADER_HINT_HEADER}: {leader}\r\nconnection: close\r\n\
+                         content-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = sock.write_all(resp.as_bytes()).await;
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_stopped_leader_costs_one_timeout_not_one_per_call() {
+        let (stopped, seen) = stopped_node().await;
+        let other = follower(stopped.clone()).await;
+        let client = MetaClient::new(
+            vec![format!("http://{stopped}"), format!("http://{other}")],
+            ClusterSecret::new("s"),
+        );
+        // The first call meets the stopped node, times out there and is
+        // answered by the other one, which names the stopped node leader.
+        assert!(client.list_buckets().await.unwrap().is_empty());
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        // The next calls go straight to the node that answers, hint or not.
+        for _ in 0..5 {
+            assert!(client.list_buckets().await.unwrap().is_empty());
+        }
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            1,
+            "the stopped node was tried again"
+        );
     }
 }
