@@ -21,6 +21,7 @@ pub struct Metrics {
     pub log_entries: IntCounter,
     pub commands_applied: IntCounter,
     pub proposals: IntCounter,
+    pub commands_deduplicated: IntCounter,
 }
 
 fn gauge(name: &str, help: &str) -> IntGauge {
@@ -64,6 +65,10 @@ pub fn get() -> &'static Metrics {
         proposals: counter(
             "godwit_meta_proposals_total",
             "Raft entries proposed by this node (each carries one or more commands)",
+        ),
+        commands_deduplicated: counter(
+            "godwit_meta_commands_deduplicated_total",
+            "Commands whose request id was already applied: answered the recorded reply, applied nothing",
         ),
     })
 }
