@@ -25,6 +25,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use godwit_common::cluster::CLUSTER_AUTH_HEADER;
+use godwit_common::net::meta_client::REQUEST_ID_HEADER;
 use godwit_common::types::AccessKey;
 use godwit_common::MetaError;
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
@@ -464,7 +465,17 @@ fn decode<T: serde::de::DeserializeOwned>(
 
 async fn forward(State(node): State<Arc<MetaNode>>, headers: HeaderMap, body: Bytes) -> Response {
     match decode::<Command>(&node, &headers, &body) {
-        Ok(cmd) => Json(node.propose_local(cmd).await).into_response(),
+        Ok(cmd) => {
+            // A follower older than request ids sends none: a fresh one
+            // keeps the command as it was (applied, never deduplicated).
+            let id = headers
+                .get(REQUEST_ID_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .filter(|id| crate::command::valid_request_id(id))
+                .map(str::to_string)
+                .unwrap_or_else(crate::request_id::fresh);
+            Json(node.propose_local(cmd, Some(id)).await).into_response()
+        }
         Err(r) => r,
     }
 }

@@ -39,9 +39,48 @@ pub const MAX_COMMANDS_PER_PROPOSAL: usize = 1024;
 
 /// One Raft log entry's payload: the commands that arrived while the
 /// previous proposal was being committed (group commit, see `proposer.rs`).
-#[derive(Serialize, Deserialize, Clone, Debug)]
+///
+/// `request_ids` and `now_ms` came later (idempotent writes, DESIGN.md
+/// invariant 10): entries written before them
+/// decode with no ids and `now_ms` 0, and apply exactly as they did.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
 pub struct Proposal {
     pub cmds: Vec<Command>,
+    /// The request id of each command, position for position (shorter, or
+    /// empty, when commands carry none). A command whose id the state
+    /// machine remembers is not applied again: it answers the reply
+    /// recorded the first time (`apply/dedup.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub request_ids: Vec<Option<RequestId>>,
+    /// The proposer's clock when it built this proposal: what remembered
+    /// request ids expire against (never the applying node's clock).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub now_ms: i64,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
+}
+
+/// The id of one logical meta request, chosen by whoever first sends it
+/// (the `MetaClient`, or the meta node for an in-process call) and kept
+/// across its retries. A plain string (32 hex chars when Godwit made it).
+pub type RequestId = String;
+
+/// Longest request id accepted from the network; a longer one is ignored
+/// and the node picks its own (the write is then not deduplicated).
+pub const MAX_REQUEST_ID_LEN: usize = 128;
+
+/// Whether `id` may be used as a request id (printable ASCII, bounded).
+pub fn valid_request_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_REQUEST_ID_LEN && id.bytes().all(|b| b.is_ascii_graphic())
+}
+
+impl Proposal {
+    /// The request id of command `pos`, if it carries one.
+    pub fn request_id(&self, pos: usize) -> Option<&str> {
+        self.request_ids.get(pos).and_then(|id| id.as_deref())
+    }
 }
 
 /// The state machine's answer to a `Proposal`, one result per command in

@@ -13,13 +13,16 @@
 //!   leadership, so it answers nothing stale.
 //!
 //! Failures say whether the command may have been proposed: a refused
-//! connection means it was not (`NotLeader`, safe to retry anywhere); a
-//! timeout or a broken connection after sending means nobody knows
-//! (`Unavailable`), and the caller must not blindly retry a write.
+//! connection means it was not (`NotLeader`); a timeout or a broken
+//! connection after sending means nobody knows (`Unavailable`). Both are
+//! safe to retry with the same request id (header `REQUEST_ID_HEADER`),
+//! which the leader attaches to the command: the state machine applies an
+//! id once and answers a repeat with the first reply (`apply/dedup.rs`).
 
 use std::time::Duration;
 
 use godwit_common::cluster::{ClusterSecret, CLUSTER_AUTH_HEADER};
+use godwit_common::net::meta_client::REQUEST_ID_HEADER;
 use godwit_common::MetaError;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -68,25 +71,37 @@ impl PeerClient {
         req: &Req,
         timeout: Duration,
     ) -> Result<Resp, MetaError> {
+        self.send(leader, addr, path, req, timeout, None).await
+    }
+
+    async fn send<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
+        &self,
+        leader: u64,
+        addr: &str,
+        path: &str,
+        req: &Req,
+        timeout: Duration,
+        request_id: Option<&str>,
+    ) -> Result<Resp, MetaError> {
         let url = format!("{}{path}", godwit_common::net::tls::base_url(addr));
-        let resp = self
+        let mut builder = self
             .http
             .post(&url)
             .header(CLUSTER_AUTH_HEADER, &self.bearer)
-            .timeout(timeout)
-            .json(req)
-            .send()
-            .await
-            .map_err(|e| {
-                if e.is_connect() {
-                    // Nothing reached the leader: as good as "not leader".
-                    MetaError::NotLeader {
-                        leader: Some(leader),
-                    }
-                } else {
-                    MetaError::Unavailable(format!("{url}: {e} (outcome unknown)"))
+            .timeout(timeout);
+        if let Some(id) = request_id {
+            builder = builder.header(REQUEST_ID_HEADER, id);
+        }
+        let resp = builder.json(req).send().await.map_err(|e| {
+            if e.is_connect() {
+                // Nothing reached the leader: as good as "not leader".
+                MetaError::NotLeader {
+                    leader: Some(leader),
                 }
-            })?;
+            } else {
+                MetaError::Unavailable(format!("{url}: {e} (outcome unknown)"))
+            }
+        })?;
         let status = resp.status();
         if !status.is_success() {
             let body = resp.text().await.unwrap_or_default();
@@ -99,15 +114,26 @@ impl PeerClient {
             .map_err(|e| MetaError::Unavailable(format!("{url}: bad answer: {e}")))
     }
 
-    /// Sends a command to the leader; its `Result<Reply, MetaError>`.
+    /// Sends a command and its request id (header `REQUEST_ID_HEADER`) to
+    /// the leader, waiting at most `timeout` (capped at `FORWARD_TIMEOUT`);
+    /// its `Result<Reply, MetaError>`.
     pub async fn forward<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
         &self,
         leader: u64,
         addr: &str,
         cmd: &Req,
+        request_id: &str,
+        timeout: Duration,
     ) -> Result<Resp, MetaError> {
         let r: Result<Resp, MetaError> = self
-            .post(leader, addr, PATH_FORWARD, cmd, FORWARD_TIMEOUT)
+            .send(
+                leader,
+                addr,
+                PATH_FORWARD,
+                cmd,
+                timeout.min(FORWARD_TIMEOUT),
+                Some(request_id),
+            )
             .await?;
         r
     }

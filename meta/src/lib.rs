@@ -32,6 +32,7 @@ mod proposer;
 mod read_index;
 mod repair;
 mod repl_api;
+mod request_id;
 mod rpc;
 mod store;
 mod tier;

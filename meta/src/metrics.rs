@@ -25,6 +25,7 @@ pub struct Metrics {
     /// report or repair round.
     pub datanodes_suspect: IntGauge,
     pub datanodes_marked_suspect: IntCounter,
+    pub commands_deduplicated: IntCounter,
 }
 
 fn gauge(name: &str, help: &str) -> IntGauge {
@@ -76,6 +77,10 @@ pub fn get() -> &'static Metrics {
         datanodes_marked_suspect: counter(
             "godwit_meta_datanodes_marked_suspect_total",
             "Times a datanode that was not suspect was reported slow",
+        ),
+        commands_deduplicated: counter(
+            "godwit_meta_commands_deduplicated_total",
+            "Commands whose request id was already applied: answered the recorded reply, applied nothing",
         ),
     })
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use godwit_common::cluster::ClusterSecret;
 use godwit_common::MetaError;
@@ -15,7 +15,7 @@ use openraft::error::{CheckIsLeaderError, RaftError};
 use openraft::BasicNode;
 use rocksdb::DB;
 
-use crate::command::{Command, Raft, Reply};
+use crate::command::{Command, Raft, Reply, RequestId};
 use crate::forward::{PeerClient, APPLY_WAIT};
 use crate::network::Network;
 use crate::proposer::Proposer;
@@ -28,6 +28,13 @@ use crate::store::state_machine::StateMachine;
 pub const DEFAULT_MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
 /// Objects up to this size are stored in their version record.
 pub const DEFAULT_INLINE_THRESHOLD: usize = 4096;
+/// How long a follower keeps forwarding one write across leader changes.
+/// Below `MetaClient`'s 4 s attempt timeout, so the client hears this
+/// node's answer (and retries elsewhere, with the same id, if it is an
+/// error).
+const FORWARD_RETRY_BUDGET: Duration = Duration::from_millis(3500);
+/// Shortest timeout of one forward attempt.
+const MIN_FORWARD_TIMEOUT: Duration = Duration::from_millis(500);
 /// How long `open` waits for a single-node cluster to elect itself.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -107,37 +114,50 @@ const QUEUE_COMPACT_INTERVAL: Duration = Duration::from_secs(10);
 /// Deletes in the queue's memtables that trigger a compaction.
 const QUEUE_COMPACT_DELETES: u64 = 5_000;
 
+/// Column families used as FIFOs (see `spawn_queue_compactor`): the
+/// replication queue, and the expiry indexes of remembered request ids and
+/// completed uploads, swept from their oldest row by every entry.
+const FIFO_CFS: [&str; 3] = [
+    crate::store::CF_REPL_QUEUE,
+    crate::store::CF_REQUEST_IDS,
+    crate::store::CF_COMPLETED_UPLOADS,
+];
+
 /// The replication queue is a FIFO: leases and acks delete rows at its
 /// head, and every lease scan starts there, so tombstones pile up in front
 /// of the live rows and each scan walks them all (backfill slowed from
 /// about 450 to 55 tasks/s over 50,000 tasks, docs/BENCHMARKS.md R4).
-/// Compacting the queue once enough deletes accumulate drops them. This
-/// changes no logical state, so each node does it on its own schedule.
+/// Compacting the queue once enough deletes accumulate drops them; the
+/// same holds for the other `FIFO_CFS`. This changes no logical state, so
+/// each node does it on its own schedule.
 fn spawn_queue_compactor(db: Arc<DB>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(QUEUE_COMPACT_INTERVAL).await;
             let db = db.clone();
             let compacted = tokio::task::spawn_blocking(move || {
-                let Some(cf) = db.cf_handle(crate::store::CF_REPL_QUEUE) else {
-                    return false;
-                };
-                let deletes: u64 = [
-                    "rocksdb.num-deletes-active-mem-table",
-                    "rocksdb.num-deletes-imm-mem-tables",
-                ]
-                .iter()
-                .filter_map(|p| db.property_int_value_cf(&cf, *p).ok().flatten())
-                .sum();
-                if deletes < QUEUE_COMPACT_DELETES {
-                    return false;
+                let mut done = Vec::new();
+                for name in FIFO_CFS {
+                    let Some(cf) = db.cf_handle(name) else {
+                        continue;
+                    };
+                    let deletes: u64 = [
+                        "rocksdb.num-deletes-active-mem-table",
+                        "rocksdb.num-deletes-imm-mem-tables",
+                    ]
+                    .iter()
+                    .filter_map(|p| db.property_int_value_cf(&cf, *p).ok().flatten())
+                    .sum();
+                    if deletes >= QUEUE_COMPACT_DELETES {
+                        db.compact_range_cf(&cf, None::<&[u8]>, None::<&[u8]>);
+                        done.push(name);
+                    }
                 }
-                db.compact_range_cf(&cf, None::<&[u8]>, None::<&[u8]>);
-                true
+                done
             })
             .await;
-            if let Ok(true) = compacted {
-                tracing::debug!("replication queue compacted");
+            for name in compacted.unwrap_or_default() {
+                tracing::debug!(cf = name, "compacted");
             }
         }
     })
@@ -290,21 +310,71 @@ impl MetaNode {
 
     /// Commits a command through Raft (group-committed with its
     /// neighbours): here when this node leads, else on the leader
-    /// (`forward.rs`).
+    /// (`forward.rs`). The command carries the current call's request id
+    /// (`request_id.rs`), so a retry of it anywhere is applied once.
+    ///
+    /// On a follower, a forward that failed (the leader died or refused
+    /// the connection) is sent again, with the same id, to the next leader
+    /// once this node sees one, until `FORWARD_RETRY_BUDGET` is spent:
+    /// the caller sees latency rather than an error, and the id makes the
+    /// second attempt harmless if the first one committed.
     pub(crate) async fn write(&self, cmd: Command) -> Result<Reply, MetaError> {
-        tracing::debug!(command = cmd.name(), "meta write");
-        match self.other_leader() {
-            Some((id, addr)) => self.peers.forward(id, &addr, &cmd).await,
-            // This node leads, or no leader is known: the proposer answers
-            // `NotLeader` in the second case, before proposing anything.
-            None => self.proposer.propose(cmd).await,
+        let id = crate::request_id::next();
+        tracing::debug!(command = cmd.name(), request_id = %id, "meta write");
+        let deadline = Instant::now() + FORWARD_RETRY_BUDGET;
+        loop {
+            let (leader, r) = match self.other_leader() {
+                Some((leader, addr)) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let r = self
+                        .peers
+                        .forward(leader, &addr, &cmd, &id, left.max(MIN_FORWARD_TIMEOUT))
+                        .await;
+                    (Some(leader), r)
+                }
+                // This node leads, or no leader is known: the proposer answers
+                // `NotLeader` in the second case, before proposing anything.
+                None => (
+                    None,
+                    self.proposer.propose(cmd.clone(), Some(id.clone())).await,
+                ),
+            };
+            match (leader, r) {
+                // Forwarded, and the leader is gone or did not answer: once
+                // another leader is known, send it the same command again.
+                (Some(old), Err(e @ (MetaError::NotLeader { .. } | MetaError::Unavailable(_)))) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() || !self.wait_leader_change(old, left).await {
+                        return Err(e);
+                    }
+                    tracing::debug!(command = cmd.name(), request_id = %id, error = %e, "forward failed, retrying on the new leader");
+                }
+                (_, r) => return r,
+            }
         }
     }
 
-    /// A command forwarded by a follower: proposed here, never forwarded
-    /// again.
-    pub(crate) async fn propose_local(&self, cmd: Command) -> Result<Reply, MetaError> {
-        self.proposer.propose(cmd).await
+    /// Waits up to `timeout` for a known leader other than `old`; whether
+    /// one came.
+    async fn wait_leader_change(&self, old: u64, timeout: Duration) -> bool {
+        self.raft
+            .wait(Some(timeout))
+            .metrics(
+                |m| m.current_leader.is_some_and(|l| l != old),
+                "a new meta leader",
+            )
+            .await
+            .is_ok()
+    }
+
+    /// A command forwarded by a follower, with the request id it carries:
+    /// proposed here, never forwarded again.
+    pub(crate) async fn propose_local(
+        &self,
+        cmd: Command,
+        id: Option<RequestId>,
+    ) -> Result<Reply, MetaError> {
+        self.proposer.propose(cmd, id).await
     }
 
     /// Read-index barrier: after it, reading rocksdb is linearizable. On the

@@ -13,7 +13,7 @@ use godwit_common::MetaError;
 use openraft::error::{ClientWriteError, RaftError};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::command::{Command, Proposal, Raft, Reply, MAX_COMMANDS_PER_PROPOSAL};
+use crate::command::{Command, Proposal, Raft, Reply, RequestId, MAX_COMMANDS_PER_PROPOSAL};
 use crate::metrics;
 
 /// Commands waiting for a proposal; senders wait when it is full.
@@ -21,6 +21,7 @@ const QUEUE_DEPTH: usize = 8192;
 
 struct Pending {
     cmd: Command,
+    id: Option<RequestId>,
     reply: oneshot::Sender<Result<Reply, MetaError>>,
 }
 
@@ -36,11 +37,13 @@ impl Proposer {
         (Proposer { tx }, task)
     }
 
-    /// Commits one command and returns the state machine's answer.
-    pub async fn propose(&self, cmd: Command) -> Result<Reply, MetaError> {
+    /// Commits one command and returns the state machine's answer. A
+    /// command whose request `id` was already applied is not applied
+    /// again: the answer is the one recorded then (`apply/dedup.rs`).
+    pub async fn propose(&self, cmd: Command, id: Option<RequestId>) -> Result<Reply, MetaError> {
         let (reply, rx) = oneshot::channel();
         self.tx
-            .send(Pending { cmd, reply })
+            .send(Pending { cmd, id, reply })
             .await
             .map_err(|_| MetaError::Unavailable("meta node is shutting down".into()))?;
         rx.await
@@ -57,12 +60,28 @@ async fn run(raft: Raft, mut rx: mpsc::Receiver<Pending>) {
                 Err(_) => break,
             }
         }
-        let (cmds, replies): (Vec<Command>, Vec<_>) =
-            batch.into_iter().map(|p| (p.cmd, p.reply)).unzip();
-        let n = cmds.len();
+        let n = batch.len();
+        let mut cmds = Vec::with_capacity(n);
+        let mut request_ids = Vec::with_capacity(n);
+        let mut replies = Vec::with_capacity(n);
+        for p in batch {
+            cmds.push(p.cmd);
+            request_ids.push(p.id);
+            replies.push(p.reply);
+        }
+        if request_ids.iter().all(Option::is_none) {
+            request_ids.clear();
+        }
+        let proposal = Proposal {
+            cmds,
+            request_ids,
+            // This node's clock, carried in the entry: every replica
+            // expires remembered request ids against the same value.
+            now_ms: crate::node::now_ms(),
+        };
         metrics::get().proposals.inc();
         tracing::trace!(commands = n, "proposing");
-        match raft.client_write(Proposal { cmds }).await {
+        match raft.client_write(proposal).await {
             Ok(resp) if resp.data.results.len() == n => {
                 for (reply, result) in replies.into_iter().zip(resp.data.results) {
                     let _ = reply.send(result);

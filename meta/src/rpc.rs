@@ -2,7 +2,9 @@
 //! (`/raft/*`, sent by `network.rs`) and `MetaApi` for remote callers
 //! (`/meta/v1/<method>`, sent by `godwit_common::net::MetaClient`, whose
 //! module holds the request structs). Every route demands the cluster
-//! credential (401 otherwise).
+//! credential (401 otherwise). A meta call's `REQUEST_ID_HEADER` becomes
+//! the request id of the commands it proposes, so a client that retries a
+//! write with the same id has it applied once (`apply/dedup.rs`).
 
 use std::sync::Arc;
 
@@ -13,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use godwit_common::cluster::CLUSTER_AUTH_HEADER;
-use godwit_common::net::meta_client::wire;
+use godwit_common::net::meta_client::{wire, REQUEST_ID_HEADER};
 use godwit_common::replication::RemoteInfo;
 use godwit_common::types::*;
 use godwit_common::MetaApi;
@@ -120,8 +122,18 @@ async fn meta_call(
     if !authorized(&node, &headers) {
         return unauthorized();
     }
-    let n = node.as_ref();
-    match method.as_str() {
+    // The caller's request id (the same on its retries) names the
+    // commands this call proposes (`request_id.rs`).
+    let id = headers
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    crate::request_id::scope(id.as_deref(), dispatch(&node, &method, body)).await
+}
+
+async fn dispatch(node: &MetaNode, method: &str, body: Bytes) -> Response {
+    let n = node;
+    match method {
         "create_bucket" => rpc!(body, wire::CreateBucket, |r| n
             .create_bucket(&r.name, &r.region, &r.owner)),
         "get_bucket" => rpc!(body, wire::Bucket, |r| n.get_bucket(&r.name)),

@@ -226,3 +226,44 @@ def test_upload_part_number_out_of_range_is_invalid_argument(s3, bucket):
         with pytest.raises(ClientError) as e:
             s3.upload_part(Bucket=bucket, Key="mp/range", UploadId=uid, PartNumber=n, Body=b"x")
         assert client_error(e) == ("InvalidArgument", 400), n
+
+
+def test_repeated_complete_answers_the_same_version(s3, bucket):
+    """A Complete repeated after success (an SDK that lost the first answer
+    retries the whole request) answers 200 with the same ETag and version
+    id, as S3 does; the object exists once. A repeat with another part list
+    is NoSuchUpload, as is a Complete of an aborted upload (above)."""
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    key = "mp/repeat"
+    bodies = [os.urandom(5 * MIB), b"tail of the object"]
+    uid, parts = _upload(s3, bucket, key, bodies)
+    first = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts})
+    again = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts})
+    for r in (first, again):
+        assert r["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert first["ETag"] == again["ETag"] == multipart_etag(bodies)
+    assert first["VersionId"] and again["VersionId"] == first["VersionId"]
+    assert again["Key"] == key and again["Bucket"] == bucket
+
+    versions = s3.list_object_versions(Bucket=bucket, Prefix=key).get("Versions", [])
+    assert [(v["Key"], v["VersionId"]) for v in versions] == [(key, first["VersionId"])]
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == b"".join(bodies)
+
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts[:1]})
+    assert client_error(e) == ("NoSuchUpload", 404)
+    assert len(s3.list_object_versions(Bucket=bucket, Prefix=key).get("Versions", [])) == 1
+
+
+def test_repeated_complete_in_an_unversioned_bucket(s3, bucket):
+    key = "mp/repeat-null"
+    uid, parts = _upload(s3, bucket, key, [b"only part"])
+    first = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts})
+    again = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts})
+    assert again["ETag"] == first["ETag"]
+    assert "VersionId" not in again
+    # Overwritten since: the version that upload made is gone.
+    s3.put_object(Bucket=bucket, Key=key, Body=b"newer")
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts})
+    assert client_error(e) == ("NoSuchUpload", 404)

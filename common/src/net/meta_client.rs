@@ -13,10 +13,16 @@
 //! When a node cannot be reached, answers `NotLeader` (no leader during an
 //! election) or, for reads, fails in any way, the client moves to the next
 //! endpoint and retries, backing off once every endpoint failed, for up to
-//! `RETRY_WINDOW` (several election timeouts). Writes are retried only
-//! when they certainly were not proposed (refused connection, `NotLeader`);
-//! a write that timed out or lost its connection after being sent returns
-//! `Unavailable` (outcome unknown), as S3 answers 503.
+//! `RETRY_WINDOW` (several election timeouts).
+//!
+//! Writes are idempotent: every write call carries a fresh request id
+//! (`REQUEST_ID_HEADER`, 128 random bits) that stays the same on all its
+//! attempts, and meta applies an id once, answering a repeat with the first
+//! reply. So a write whose outcome is unknown (timed out or lost its
+//! connection after being sent, a 5xx, `Unavailable` from a node) is
+//! retried like any other failure: a leader's death costs the caller
+//! latency, not an error (`godwit_meta_client_in_doubt_retries_total`
+//! counts these retries).
 //!
 //! A node that timed out or refused a connection is avoided for
 //! `AVOID_FOR` (`Avoided`): calls go to the other endpoints, and leader
@@ -42,6 +48,25 @@ use crate::types::*;
 
 /// Path prefix of the meta RPC.
 pub const META_RPC_PREFIX: &str = "/meta/v1/";
+
+/// Request header carrying a write's request id: the same on every attempt
+/// of one call (and on a follower's forward of it to the leader).
+pub const REQUEST_ID_HEADER: &str = "x-godwit-request-id";
+
+/// Writes retried after an attempt whose outcome was unknown.
+fn in_doubt_retries() -> &'static prometheus::IntCounter {
+    static C: std::sync::OnceLock<prometheus::IntCounter> = std::sync::OnceLock::new();
+    C.get_or_init(|| {
+        let c = prometheus::IntCounter::new(
+            "godwit_meta_client_in_doubt_retries_total",
+            "Meta writes sent again, with the same request id, after an attempt whose outcome was unknown",
+        )
+        .expect("valid metric name");
+        // Already registered (two registries in one process) is harmless.
+        let _ = prometheus::default_registry().register(Box::new(c.clone()));
+        c
+    })
+}
 
 /// Request bodies of the meta RPC methods whose arguments are not already
 /// one struct.
@@ -297,7 +322,7 @@ enum Attempt<T> {
     Done(MetaResult<T>),
     /// Not proposed anywhere: safe to retry on another node.
     Retry(MetaError),
-    /// Maybe proposed: only reads are retried.
+    /// Maybe proposed: retried, with the same request id for a write.
     InDoubt(MetaError),
 }
 
@@ -393,20 +418,26 @@ impl MetaClient {
         } else {
             ATTEMPT_TIMEOUT
         };
+        // One id for every attempt of this call: meta applies it once.
+        let request_id = (!read).then(|| format!("{:032x}", rand::random::<u128>()));
         let deadline = Instant::now() + RETRY_WINDOW;
         let mut failures = 0u32;
         loop {
             let at = self
                 .avoided
                 .pick(self.current.load(Ordering::Relaxed) % n, n);
-            let err = match self.attempt(at, method, req, timeout).await {
+            let attempt = self
+                .attempt(at, method, req, timeout, request_id.as_deref())
+                .await;
+            let err = match attempt {
                 Attempt::Done(r) => return r,
                 Attempt::Retry(e) => e,
-                Attempt::InDoubt(e) if read => e,
                 Attempt::InDoubt(e) => {
-                    // The next call should not wait on this node again.
-                    self.rotate(at);
-                    return Err(e);
+                    if !read {
+                        in_doubt_retries().inc();
+                        tracing::info!(method, endpoint = %self.endpoints[at], error = %e, "meta write outcome unknown, retrying with the same request id");
+                    }
+                    e
                 }
             };
             tracing::debug!(method, endpoint = %self.endpoints[at], error = %err, "meta call failed, trying the next node");
@@ -430,16 +461,18 @@ impl MetaClient {
         method: &str,
         req: &Req,
         timeout: Duration,
+        request_id: Option<&str>,
     ) -> Attempt<Resp> {
         let url = format!("{}{META_RPC_PREFIX}{method}", self.endpoints[at]);
-        let sent = self
+        let mut builder = self
             .http
             .post(&url)
             .header(CLUSTER_AUTH_HEADER, &self.bearer)
-            .timeout(timeout)
-            .json(req)
-            .send()
-            .await;
+            .timeout(timeout);
+        if let Some(id) = request_id {
+            builder = builder.header(REQUEST_ID_HEADER, id);
+        }
+        let sent = builder.json(req).send().await;
         if matches!(&sent, Err(e) if e.is_timeout() || e.is_connect()) {
             self.avoided.mark(at, self.endpoints.len());
         }

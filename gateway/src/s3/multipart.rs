@@ -5,7 +5,7 @@
 use axum::body::Body;
 use godwit_common::types::{
     Checksums, CompleteUpload, ListPartsPage, ListUploadsPage, ListUploadsQuery, NewUpload,
-    PartRecord, UploadInfo,
+    ObjectVersion, PartRecord, UploadInfo,
 };
 use http::StatusCode;
 
@@ -208,16 +208,42 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
     // A replication worker's completion carries the source's final mtime.
     let replica_of = replica_origin(ctx.headers())?;
     let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
-    let upload = ctx
+    let completes_all = crate::oss::wire::completes_all(ctx.headers());
+    let upload = match ctx
         .gw
         .meta
         .get_upload(ctx.bucket(), ctx.key(), upload_id)
-        .await?;
+        .await
+    {
+        Ok(u) => u,
+        // Maybe completed already: a repeated Complete (an SDK retrying a
+        // request whose answer it lost) answers what the first one made,
+        // if meta still knows it and the part list is the same. OSS's
+        // complete-all names no parts, so it cannot be matched.
+        Err(godwit_common::MetaError::NoSuchUpload) if !completes_all => {
+            let doc = parse_complete(&body.bytes)?;
+            let version = ctx
+                .gw
+                .meta
+                .complete_upload(CompleteUpload {
+                    bucket: ctx.bucket().to_string(),
+                    key: ctx.key().to_string(),
+                    upload_id: upload_id.to_string(),
+                    parts: listed_parts(&doc.parts),
+                    checksums: Checksums::default(),
+                    replica_of,
+                    min_part_size: None,
+                })
+                .await?;
+            return complete_response(ctx, &version).await;
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut checksums = Checksums::default();
     // The parts are read for the whole object's CRC-64 (kept for OSS
     // readers whatever the writer's dialect) and any composite checksum.
     let stored = all_parts(ctx, upload_id).await?;
-    let doc = if crate::oss::wire::completes_all(ctx.headers()) {
+    let doc = if completes_all {
         crate::oss::ops::complete_all(&body.bytes, &stored)?
     } else {
         parse_complete(&body.bytes)?
@@ -237,11 +263,7 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
             bucket: ctx.bucket().to_string(),
             key: ctx.key().to_string(),
             upload_id: upload_id.to_string(),
-            parts: doc
-                .parts
-                .iter()
-                .map(|p| (p.part_number, unquote_etag(&p.etag).to_string()))
-                .collect(),
+            parts: listed_parts(&doc.parts),
             checksums,
             replica_of,
             // OSS allows parts down to 100 KiB; S3 keeps meta's minimum.
@@ -251,6 +273,19 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
                 .then_some(crate::oss::OSS_MIN_PART_SIZE),
         })
         .await?;
+    complete_response(ctx, &version).await
+}
+
+/// (part number, unquoted ETag) of a Complete's part list, in its order.
+fn listed_parts(parts: &[CompletePart]) -> Vec<(u32, String)> {
+    parts
+        .iter()
+        .map(|p| (p.part_number, unquote_etag(&p.etag).to_string()))
+        .collect()
+}
+
+/// The answer to a Complete that made (or, repeated, had made) `version`.
+async fn complete_response(ctx: &Ctx, version: &ObjectVersion) -> ApiResult {
     let host = ctx.header("host").unwrap_or("localhost");
     let result = CompleteMultipartUploadResult {
         xmlns: Ns::default(),

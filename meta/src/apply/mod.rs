@@ -5,6 +5,7 @@
 //! the state untouched; the entry is still applied.
 
 pub(crate) mod blocks;
+pub(crate) mod dedup;
 mod multipart;
 mod objects;
 pub(crate) mod outbox;

@@ -13,6 +13,7 @@ use godwit_common::replication::ReplicationStatus;
 use godwit_common::types::*;
 use godwit_common::MetaError;
 
+use super::dedup::{parts_fingerprint, CompletedUpload, COMPLETED_UPLOADS};
 use super::objects::{check_key, commit_version, restamp_version, version_id_for};
 use super::{add_refs, drop_refs, load_bucket};
 use super::{outbox, streaming};
@@ -138,7 +139,10 @@ pub(super) fn complete_upload(
     min_part_size: u64,
     seq: u64,
 ) -> Result<Reply, MetaError> {
-    let upload = load_upload(tx, &c.bucket, &c.key, &c.upload_id)?;
+    let upload = match load_upload(tx, &c.bucket, &c.key, &c.upload_id) {
+        Err(MetaError::NoSuchUpload) => return repeated_complete(tx, &c),
+        r => r?,
+    };
     let bucket = load_bucket(tx, &c.bucket)?;
     if c.parts.is_empty() {
         return Err(MetaError::InvalidPart("the upload lists no parts".into()));
@@ -239,6 +243,19 @@ pub(super) fn complete_upload(
         version.replication_status = Some(ReplicationStatus::Pending);
         restamp_version(tx, &version, seq);
     }
+    let record = CompletedUpload {
+        parts: parts_fingerprint(&c.parts),
+        seq,
+        version_id: version.version_id.clone(),
+        etag: version.etag.clone(),
+        size: version.size,
+    };
+    COMPLETED_UPLOADS.insert(
+        tx,
+        &upload_key(&c.bucket, &c.key, &c.upload_id),
+        now_ms,
+        &encode(&record),
+    )?;
     if retain {
         // Destinations still read the listed parts: they stay, with their
         // references, until the final tasks are done (streaming.rs). The
@@ -255,6 +272,34 @@ pub(super) fn complete_upload(
     } else {
         remove_upload(tx, &c.bucket, &c.key, &c.upload_id)?;
     }
+    Ok(Reply::Version(Box::new(version)))
+}
+
+/// A Complete of an upload that is no longer live: S3 answers a repeated
+/// Complete of a completed upload with 200 and the same result (a client
+/// SDK retries the whole request when it lost the first answer). The
+/// version the upload made is answered when the upload completed within
+/// `COMPLETED_UPLOAD_WINDOW_MS`, with the same part list, and the version
+/// is still there; anything else is `NoSuchUpload`, as before.
+fn repeated_complete(tx: &Overlay, c: &CompleteUpload) -> Result<Reply, MetaError> {
+    let Some(raw) = COMPLETED_UPLOADS.get(tx, &upload_key(&c.bucket, &c.key, &c.upload_id))? else {
+        return Err(MetaError::NoSuchUpload);
+    };
+    let rec: CompletedUpload = decode(&raw)?;
+    if rec.parts != parts_fingerprint(&c.parts) {
+        return Err(MetaError::NoSuchUpload);
+    }
+    let Some(raw) = tx.get(CF_OBJECTS, &object_key(&c.bucket, &c.key, rec.seq))? else {
+        return Err(MetaError::NoSuchUpload);
+    };
+    let mut version: ObjectVersion = decode(&raw)?;
+    if version.version_id != rec.version_id || version.etag != rec.etag {
+        return Err(MetaError::NoSuchUpload);
+    }
+    let newest = tx
+        .first_with_prefix(CF_OBJECTS, &key_prefix(&c.bucket, &c.key))?
+        .map(|(k, _)| seq_of_object_key(&k));
+    version.is_latest = newest == Some(rec.seq);
     Ok(Reply::Version(Box::new(version)))
 }
 

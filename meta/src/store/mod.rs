@@ -25,6 +25,8 @@
 //! | `repl_state` | `c\0` bucket `\0` rule `\0` destination `\0` lane; `b\0` bucket `\0` rule | JSON counters; JSON backfill progress |
 //! | `repl_versions` | bucket `\0` key `\0` version id | JSON pending/failed task counts of a version |
 //! | `repl_uploads` | bucket `\0` key `\0` upload id | JSON streamed-upload record (destinations, remote upload ids) |
+//! | `request_ids` | `i` request id; `t` at ms (i64, sign bit flipped) BE, request id | JSON first reply and time; empty (the expiry index) |
+//! | `completed_uploads` | `i` bucket `\0` key `\0` upload id; `t` at ms BE, same | JSON completed-upload record; empty (the expiry index) |
 //!
 //! The `repl_*` families are the replication outbox (DESIGN.md invariant
 //! 5): the command that commits a mutation writes its tasks through the same
@@ -32,6 +34,11 @@
 //! due time, so leasing a lane is one forward scan from `[lane]`; a leased
 //! task is re-keyed to the lease's expiry, so it comes back by itself if its
 //! worker never acknowledges it.
+//!
+//! `request_ids` and `completed_uploads` are what makes writes idempotent
+//! (`apply/dedup.rs`): the command's reply (or the completed upload's
+//! version) is recorded in the command's own batch, and both tables expire
+//! in time order through their `t` index, against the proposal's clock.
 //!
 //! Versions of one key sort newest first because the key ends with the
 //! inverted sequence number; keys sort in byte order because `\0` sorts
@@ -72,6 +79,8 @@ pub const CF_INTENTS: &str = "intents";
 /// When blocks lost their last reference: `i` block id -> since (ms, BE),
 /// and `t` since (BE) block id -> () to sweep them in time order.
 pub const CF_GRAVES: &str = "block_graves";
+pub const CF_REQUEST_IDS: &str = "request_ids";
+pub const CF_COMPLETED_UPLOADS: &str = "completed_uploads";
 
 /// The column families that make up the state machine: what a snapshot
 /// carries and what installing one replaces.
@@ -96,6 +105,8 @@ pub const SM_CFS: &[&str] = &[
     CF_REPL_UPLOADS,
     CF_INTENTS,
     CF_GRAVES,
+    CF_REQUEST_IDS,
+    CF_COMPLETED_UPLOADS,
 ];
 
 pub fn open_db(dir: &Path) -> anyhow::Result<Arc<DB>> {

@@ -22,9 +22,12 @@ use rocksdb::{WriteBatch, DB};
 
 use super::overlay::Overlay;
 use super::{cf, snapshot, CF_SM_META};
-use crate::apply::apply_command;
-use crate::command::{LogId, ProposalResult, StorageError, StoredMembership, TypeConfig};
+use crate::apply::{apply_command, dedup};
+use crate::command::{
+    LogId, Proposal, ProposalResult, Reply, StorageError, StoredMembership, TypeConfig,
+};
 use crate::metrics;
+use godwit_common::MetaError;
 
 type Entry = openraft::Entry<TypeConfig>;
 
@@ -63,6 +66,73 @@ fn read_applied(
     Ok((last, membership))
 }
 
+/// Applies one proposal's commands at log `index`: the replies, and how
+/// many commands were answered from a remembered request id instead of
+/// being applied again (`apply/dedup.rs`). Then sweeps the expired ids.
+/// A function of (state, proposal, index) only: openraft may group entries
+/// into `apply` calls differently on each replica.
+pub(crate) fn apply_proposal(
+    tx: &mut Overlay,
+    proposal: Proposal,
+    index: u64,
+) -> (Vec<Result<Reply, MetaError>>, u64) {
+    apply_proposal_with(tx, proposal, index, dedup::REQUEST_IDS)
+}
+
+/// `apply_proposal` with other request-id bounds (tests).
+fn apply_proposal_with(
+    tx: &mut Overlay,
+    proposal: Proposal,
+    index: u64,
+    request_ids: dedup::Table,
+) -> (Vec<Result<Reply, MetaError>>, u64) {
+    let n = proposal.cmds.len();
+    let now_ms = proposal.now_ms;
+    let ids = proposal.request_ids;
+    let mut out = Vec::with_capacity(n);
+    let mut deduplicated = 0;
+    for (pos, cmd) in proposal.cmds.into_iter().enumerate() {
+        let id = ids.get(pos).and_then(|id| id.as_deref());
+        if let Some(id) = id {
+            match dedup::recorded_reply(tx, &request_ids, id) {
+                Ok(Some(first)) => {
+                    out.push(first);
+                    deduplicated += 1;
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    out.push(Err(e));
+                    continue;
+                }
+            }
+        }
+        tx.savepoint();
+        let mut r = apply_command(tx, cmd, index, pos);
+        if r.is_err() {
+            tx.rollback();
+        }
+        if let Some(id) = id {
+            // Recorded after a rollback, so a refusal is remembered too:
+            // the retry gets the same refusal, not a different outcome.
+            if let Err(e) = dedup::record_reply(tx, &request_ids, id, now_ms, &r) {
+                tx.rollback();
+                r = Err(e);
+            }
+        }
+        out.push(r);
+    }
+    for table in [request_ids, dedup::COMPLETED_UPLOADS] {
+        tx.savepoint();
+        if let Err(e) = table.sweep(tx, now_ms, n) {
+            // Deterministic (the same rows everywhere): skip this sweep.
+            tracing::error!("sweeping expired rows: {e}");
+            tx.rollback();
+        }
+    }
+    (out, deduplicated)
+}
+
 /// Applies entries through one overlay and writes them as one batch.
 fn apply_entries(
     db: Arc<DB>,
@@ -83,16 +153,9 @@ fn apply_entries(
         match entry.payload {
             EntryPayload::Blank => results.push(ProposalResult::default()),
             EntryPayload::Normal(proposal) => {
-                let mut out = Vec::with_capacity(proposal.cmds.len());
-                for (pos, cmd) in proposal.cmds.into_iter().enumerate() {
-                    tx.savepoint();
-                    let r = apply_command(&mut tx, cmd, index, pos);
-                    if r.is_err() {
-                        tx.rollback();
-                    }
-                    out.push(r);
-                    commands += 1;
-                }
+                let (out, deduplicated) = apply_proposal(&mut tx, proposal, index);
+                commands += out.len() as u64;
+                metrics::get().commands_deduplicated.inc_by(deduplicated);
                 results.push(ProposalResult { results: out });
             }
             EntryPayload::Membership(m) => {
@@ -218,4 +281,247 @@ fn now_ms() -> u128 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::Command;
+    use crate::store::{key_prefix, open_db, CF_BUCKETS, CF_OBJECTS};
+    use godwit_common::types::*;
+
+    const WINDOW: i64 = dedup::REQUEST_ID_WINDOW_MS;
+
+    fn put(key: &str, version_id: &str) -> Command {
+        Command::PutObject {
+            obj: Box::new(NewObject {
+                bucket: "b".into(),
+                key: key.into(),
+                size: 1,
+                etag: "0cc175b9c0f1b6a831c399e269772661".into(),
+                headers: Default::default(),
+                user_meta: Default::default(),
+                checksums: Default::default(),
+                data: ObjectData::Inline(b"a".to_vec()),
+                parts: vec![],
+                tags: Default::default(),
+                owner: "o".into(),
+                replica_of: None,
+            }),
+            version_id: version_id.into(),
+            now_ms: 1,
+        }
+    }
+
+    /// A state machine in a temporary rocksdb, fed one proposal at a time.
+    struct Sm {
+        _dir: tempfile::TempDir,
+        db: Arc<DB>,
+        index: u64,
+        table: dedup::Table,
+    }
+
+    impl Sm {
+        /// With a versioned bucket `b`.
+        fn new() -> Sm {
+            let dir = tempfile::tempdir().unwrap();
+            let db = open_db(dir.path()).unwrap();
+            let mut sm = Sm {
+                _dir: dir,
+                db,
+                index: 0,
+                table: dedup::REQUEST_IDS,
+            };
+            let setup = vec![
+                (
+                    Command::CreateBucket {
+                        name: "b".into(),
+                        region: "r".into(),
+                        owner: "o".into(),
+                        now_ms: 1,
+                    },
+                    None,
+                ),
+                (
+                    Command::SetVersioning {
+                        bucket: "b".into(),
+                        state: VersioningState::Enabled,
+                    },
+                    None,
+                ),
+            ];
+            for r in sm.apply(setup, 1) {
+                r.unwrap();
+            }
+            sm
+        }
+
+        fn apply(
+            &mut self,
+            cmds: Vec<(Command, Option<&str>)>,
+            now_ms: i64,
+        ) -> Vec<Result<Reply, MetaError>> {
+            self.index += 1;
+            let (cmds, request_ids) = cmds
+                .into_iter()
+                .map(|(c, id)| (c, id.map(str::to_string)))
+                .unzip();
+            let proposal = Proposal {
+                cmds,
+                request_ids,
+                now_ms,
+            };
+            let mut tx = Overlay::new(self.db.clone());
+            let (out, _) = apply_proposal_with(&mut tx, proposal, self.index, self.table);
+            let mut batch = WriteBatch::default();
+            tx.into_batch(&mut batch);
+            self.db.write(batch).unwrap();
+            out
+        }
+
+        fn put(&mut self, key: &str, version_id: &str, id: &str, now_ms: i64) -> String {
+            match self
+                .apply(vec![(put(key, version_id), Some(id))], now_ms)
+                .remove(0)
+            {
+                Ok(Reply::Version(v)) => v.version_id,
+                other => panic!("{other:?}"),
+            }
+        }
+
+        fn versions(&self, key: &str) -> usize {
+            let prefix = key_prefix("b", key);
+            self.db
+                .prefix_iterator_cf(cf(&self.db, CF_OBJECTS), &prefix)
+                .take_while(|r| r.as_ref().unwrap().0.starts_with(&prefix))
+                .count()
+        }
+
+        fn remembered(&self) -> u64 {
+            self.table.count(&Overlay::new(self.db.clone())).unwrap()
+        }
+    }
+
+    fn json(r: &Result<Reply, MetaError>) -> String {
+        serde_json::to_string(r).unwrap()
+    }
+
+    #[test]
+    fn a_request_id_is_applied_once_and_repeats_answer_the_first_reply() {
+        let mut sm = Sm::new();
+        let first = sm.apply(vec![(put("k", "v1"), Some("p1"))], 1_000);
+        let again = sm.apply(vec![(put("k", "v2"), Some("p1"))], 2_000);
+        assert_eq!(json(&first[0]), json(&again[0]));
+        assert!(json(&again[0]).contains("\"v1\""));
+        assert_eq!(sm.versions("k"), 1);
+
+        // Twice in one entry (a retry batched with its original).
+        let both = sm.apply(
+            vec![(put("j", "v3"), Some("p2")), (put("j", "v4"), Some("p2"))],
+            3_000,
+        );
+        assert_eq!(json(&both[0]), json(&both[1]));
+        assert_eq!(sm.versions("j"), 1);
+
+        // A refusal is remembered too: the retry does not see a later state.
+        let delete = |name: &str| Command::DeleteBucket { name: name.into() };
+        let refused = sm.apply(vec![(delete("nope"), Some("d1"))], 4_000);
+        assert_eq!(refused[0].as_ref().unwrap_err(), &MetaError::NoSuchBucket);
+        let create = Command::CreateBucket {
+            name: "nope".into(),
+            region: "r".into(),
+            owner: "o".into(),
+            now_ms: 1,
+        };
+        sm.apply(vec![(create, Some("c9"))], 5_000)
+            .remove(0)
+            .unwrap();
+        let retried = sm.apply(vec![(delete("nope"), Some("d1"))], 6_000);
+        assert_eq!(retried[0].as_ref().unwrap_err(), &MetaError::NoSuchBucket);
+        assert!(sm
+            .db
+            .get_cf(cf(&sm.db, CF_BUCKETS), b"nope")
+            .unwrap()
+            .is_some());
+
+        // Without an id, the same command is applied each time.
+        sm.apply(vec![(put("n", "v5"), None)], 7_000);
+        sm.apply(vec![(put("n", "v6"), None)], 7_000);
+        assert_eq!(sm.versions("n"), 2);
+    }
+
+    #[test]
+    fn request_ids_expire_after_their_window_of_proposer_time() {
+        let mut sm = Sm::new();
+        assert_eq!(sm.put("k", "v1", "p1", 1_000), "v1");
+        // Just inside the window: still a repeat.
+        assert_eq!(sm.put("k", "v2", "p1", 1_000 + WINDOW - 1), "v1");
+        assert_eq!(sm.versions("k"), 1);
+        // Any entry past the window sweeps it...
+        sm.put("other", "v3", "x1", 1_000 + WINDOW + 1);
+        // ...and the same id is then a new request.
+        assert_eq!(sm.put("k", "v4", "p1", 1_000 + WINDOW + 2), "v4");
+        assert_eq!(sm.versions("k"), 2);
+        // Entries without a clock (written before proposals had one) expire
+        // nothing.
+        let before = sm.remembered();
+        sm.apply(vec![(put("z", "v5"), None)], 0);
+        assert_eq!(sm.remembered(), before);
+    }
+
+    #[test]
+    fn the_count_of_remembered_ids_is_bounded() {
+        let mut sm = Sm::new();
+        sm.table = dedup::REQUEST_IDS.with_bounds(WINDOW, 5);
+        for i in 0..20 {
+            sm.put("k", &format!("v{i}"), &format!("p{i}"), 1_000 + i);
+            assert!(sm.remembered() <= 5, "{} after {i}", sm.remembered());
+        }
+        assert_eq!(sm.remembered(), 5);
+        assert_eq!(sm.versions("k"), 20);
+        // The newest are remembered, the oldest were evicted first.
+        assert_eq!(sm.put("k", "again", "p19", 2_000), "v19");
+        assert_eq!(sm.put("k", "again", "p15", 2_000), "v15");
+        assert_eq!(sm.versions("k"), 20);
+        assert_eq!(sm.put("k", "fresh", "p0", 2_000), "fresh");
+        assert_eq!(sm.versions("k"), 21);
+    }
+
+    #[test]
+    fn entries_written_before_request_ids_decode_and_apply() {
+        // A Raft log entry as written before proposals carried request ids
+        // and a clock (JSON, as `store/log.rs` keeps it).
+        let old = r#"{"log_id":{"leader_id":{"term":1,"node_id":1},"index":5},
+            "payload":{"Normal":{"cmds":[
+              {"CreateBucket":{"name":"old","region":"r","owner":"o","now_ms":7}}]}}}"#;
+        let entry: Entry = serde_json::from_str(old).unwrap();
+        match &entry.payload {
+            EntryPayload::Normal(p) => {
+                assert!(p.request_ids.is_empty());
+                assert_eq!(p.now_ms, 0);
+                assert_eq!(p.request_id(0), None);
+            }
+            other => panic!("{other:?}"),
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let db = open_db(dir.path()).unwrap();
+        let (results, commands) = apply_entries(db.clone(), vec![entry]).unwrap();
+        assert_eq!(commands, 1);
+        assert!(matches!(results[0].results[0], Ok(Reply::Bucket(_))));
+        assert!(db.get_cf(cf(&db, CF_BUCKETS), b"old").unwrap().is_some());
+        assert_eq!(
+            dedup::REQUEST_IDS.count(&Overlay::new(db.clone())).unwrap(),
+            0
+        );
+
+        // And a proposal without ids still writes the old shape.
+        let p = Proposal {
+            cmds: vec![Command::DeleteBucket { name: "x".into() }],
+            ..Default::default()
+        };
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"cmds":[{"DeleteBucket":{"name":"x"}}]}"#
+        );
+    }
 }
