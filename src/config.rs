@@ -348,6 +348,10 @@ pub struct MetaArgs {
     /// all of them; the others wait to be contacted.
     #[arg(long, env = "GODWIT_PEERS", value_delimiter = ',')]
     pub peers: Option<Vec<String>>,
+    /// Bytes of a Raft snapshot sent per RPC to a catching-up member (at
+    /// most 12 MiB).
+    #[arg(long, env = "GODWIT_SNAPSHOT_CHUNK_SIZE", default_value_t = godwit_meta::DEFAULT_SNAPSHOT_CHUNK_SIZE)]
+    pub snapshot_chunk_size: u64,
     #[command(flatten)]
     pub net: NetArgs,
     #[command(flatten)]
@@ -367,6 +371,7 @@ pub struct MetaRoleConfig {
     pub bootstrap: bool,
     /// Node id -> `host:port`; empty without --peers.
     pub peers: std::collections::BTreeMap<u64, String>,
+    pub snapshot_chunk_size: u64,
     pub storage: Storage,
     pub net: Net,
     pub tier: Tier,
@@ -403,6 +408,7 @@ impl MetaRoleConfig {
                 "--cluster-secret",
             )?,
             bootstrap: a.bootstrap.or(f.bootstrap).unwrap_or(true),
+            snapshot_chunk_size: a.snapshot_chunk_size,
             tier: a.tier.resolve(&mut f)?,
             peers: godwit_meta::cluster::parse_peers(&match (a.peers, f.peers.take()) {
                 (Some(p), _) | (None, Some(PeersToml::List(p))) => p,

@@ -143,6 +143,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         min_part_size: cfg.storage.min_part_size,
         replication_factor: cfg.tier.replication_factor,
         bootstrap: true,
+        snapshot_chunk_size: godwit_meta::DEFAULT_SNAPSHOT_CHUNK_SIZE,
     })
     .await?;
     meta.set_replication_max_attempts(cfg.replication.max_attempts);
@@ -253,6 +254,7 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
         min_part_size: cfg.storage.min_part_size,
         replication_factor: cfg.tier.replication_factor,
         bootstrap: cfg.bootstrap && cfg.peers.is_empty(),
+        snapshot_chunk_size: cfg.snapshot_chunk_size,
     })
     .await?;
     meta.set_datanode_policy(cfg.tier.policy.clone());

@@ -538,12 +538,28 @@ async fn stopped_leader_serves_no_stale_reads() {
     assert_eq!(get_body(&a, "/stale/k2").await.unwrap(), b"via-old");
 }
 
+/// Bytes of a snapshot per Raft RPC in the membership test.
+const SNAPSHOT_CHUNK: u64 = 4096;
+const SMALL_SNAPSHOT_CHUNKS: [&str; 2] = ["--snapshot-chunk-size", "4096"];
+
+/// The first 8 bytes (format magic) and the size of a meta node's
+/// current snapshot file, if it has one.
+fn current_snapshot(spec: &MetaSpec) -> Option<([u8; 8], u64)> {
+    use std::io::Read;
+    let path = spec.dir.join("meta/snapshots/current.snap");
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut magic = [0u8; 8];
+    f.read_exact(&mut magic).ok()?;
+    Some((magic, f.metadata().ok()?.len()))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn admin_cluster_adds_and_removes_meta_nodes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let ports = free_ports::<16>();
-    let g = group(d, &ports);
+    // Small chunks: the snapshot node 4 installs travels in many of them.
+    let g = group_with(d, &ports, &SMALL_SNAPSHOT_CHUNKS);
     let [dn, dn_admin, s3_port, gw_admin] = [ports[6], ports[7], ports[8], ports[9]];
     let _metas: Vec<Proc> = g
         .specs
@@ -588,6 +604,18 @@ async fn admin_cluster_adds_and_removes_meta_nodes() {
     let compacted: serde_json::Value = serde_json::from_str(&out).unwrap();
     let snap = compacted["snapshot_index"].as_u64().unwrap();
     assert!(snap > 40, "snapshot covers the writes: {out}");
+    // Built from a checkpoint (format 2), in several chunks' worth.
+    let built = g
+        .specs
+        .iter()
+        .find_map(current_snapshot)
+        .expect("the leader keeps its snapshot file");
+    assert_eq!(&built.0, b"GWSNAP2\n");
+    assert!(
+        built.1 >= 3 * SNAPSHOT_CHUNK,
+        "a snapshot of {} bytes is sent in several chunks",
+        built.1
+    );
     for i in 40..50 {
         assert_eq!(
             s3.put(&format!("/grow/{i}"), body_of(0, i)).await.status(),
@@ -601,9 +629,9 @@ async fn admin_cluster_adds_and_removes_meta_nodes() {
         port: ports[10],
         admin: ports[11],
         dir: d.join("meta4"),
-        extra: Vec::new(),
+        extra: SMALL_SNAPSHOT_CHUNKS.to_vec(),
     };
-    let _meta4 = four.spawn("meta4", None, d);
+    let meta4 = four.spawn("meta4", None, d);
     let (ok, out) = admin_cli(
         g.specs[2].admin,
         &[
@@ -652,6 +680,39 @@ async fn admin_cluster_adds_and_removes_meta_nodes() {
     for i in 0..50 {
         let r = via4.get(&format!("/grow/{i}")).await;
         assert_eq!(r.status(), 200);
+        assert_eq!(r.bytes().await.unwrap().as_ref(), body_of(0, i).as_slice());
+    }
+    let installed = current_snapshot(&four).expect("node 4 keeps the installed snapshot");
+    assert_eq!(installed, built, "node 4 holds the leader's snapshot file");
+    let log4 = std::fs::read_to_string(d.join("meta4.log")).unwrap();
+    assert!(log4.contains("snapshot installed"), "{log4}");
+
+    // Killed and restarted, node 4 still has the installed state (and
+    // its snapshot, which it could send on): it catches up without
+    // installing anything again.
+    drop(meta4);
+    let _meta4 = four.spawn("meta4-restarted", None, d);
+    wait_healthy(&url(four.admin), HEALTHY).await;
+    let st = wait_status(four.admin, "node 4 back with its state", |st| {
+        st.members
+            .iter()
+            .find(|m| m.node_id == 4)
+            .and_then(|m| m.status.as_ref())
+            .is_some_and(|s| {
+                s.snapshot_index.is_some_and(|i| i >= snap)
+                    && s.last_applied.is_some_and(|a| a >= snap)
+            })
+    })
+    .await;
+    assert!(st.leader.is_some(), "{st:#?}");
+    let log4 = std::fs::read_to_string(d.join("meta4-restarted.log")).unwrap();
+    assert!(
+        !log4.contains("snapshot installed"),
+        "node 4 lost its state and installed a snapshot again: {log4}"
+    );
+    for i in 0..50 {
+        let r = via4.get(&format!("/grow/{i}")).await;
+        assert_eq!(r.status(), 200, "/grow/{i} after node 4 restarted");
         assert_eq!(r.bytes().await.unwrap().as_ref(), body_of(0, i).as_slice());
     }
 

@@ -8,8 +8,6 @@
 //! Everything that depends on the state (does the bucket exist, is this part
 //! there with that ETag) is checked while applying.
 
-use std::io::Cursor;
-
 use std::collections::BTreeMap;
 
 use godwit_common::replication::*;
@@ -25,7 +23,9 @@ openraft::declare_raft_types!(
         NodeId = u64,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        // A snapshot is a file (store/snapshot/): openraft reads and writes
+        // it in chunks, never all of it at once.
+        SnapshotData = tokio::fs::File,
 );
 
 pub type Raft = openraft::Raft<TypeConfig>;

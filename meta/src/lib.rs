@@ -39,6 +39,7 @@ mod tier;
 
 pub use node::{
     LogCounters, MetaConfig, MetaNode, DEFAULT_INLINE_THRESHOLD, DEFAULT_MIN_PART_SIZE,
+    DEFAULT_SNAPSHOT_CHUNK_SIZE,
 };
 pub use repl_api::DEFAULT_REPLICATION_MAX_ATTEMPTS;
 pub use rpc::router;

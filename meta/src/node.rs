@@ -35,6 +35,16 @@ pub const DEFAULT_INLINE_THRESHOLD: usize = 4096;
 const FORWARD_RETRY_BUDGET: Duration = Duration::from_millis(3500);
 /// Shortest timeout of one forward attempt.
 const MIN_FORWARD_TIMEOUT: Duration = Duration::from_millis(500);
+/// Bytes of a snapshot per `install_snapshot` RPC (openraft's default).
+pub const DEFAULT_SNAPSHOT_CHUNK_SIZE: u64 = 3 << 20;
+/// A chunk travels as a JSON array of numbers (up to 4 bytes per byte):
+/// this keeps it under the RPC body limit of `rpc.rs`.
+const MAX_SNAPSHOT_CHUNK_SIZE: u64 = 12 << 20;
+/// Deadline of one snapshot chunk RPC. The last chunk's RPC returns only
+/// once the follower installed the whole snapshot (openraft 0.9), which
+/// takes seconds for a million objects: openraft's default of 200 ms would
+/// make the leader abandon and restart every large transfer.
+const SNAPSHOT_RPC_TIMEOUT_MS: u64 = 120_000;
 /// How long `open` waits for a single-node cluster to elect itself.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -55,6 +65,8 @@ pub struct MetaConfig {
     /// Initialize a single-node cluster of this node if the Raft state is
     /// empty.
     pub bootstrap: bool,
+    /// Bytes of a snapshot sent per Raft RPC.
+    pub snapshot_chunk_size: u64,
 }
 
 impl MetaConfig {
@@ -74,6 +86,7 @@ impl MetaConfig {
             min_part_size: DEFAULT_MIN_PART_SIZE,
             replication_factor: 1,
             bootstrap: true,
+            snapshot_chunk_size: DEFAULT_SNAPSHOT_CHUNK_SIZE,
         }
     }
 }
@@ -163,15 +176,18 @@ fn spawn_queue_compactor(db: Arc<DB>) -> tokio::task::JoinHandle<()> {
     })
 }
 
-fn raft_config() -> anyhow::Result<openraft::Config> {
+fn raft_config(meta: &MetaConfig) -> anyhow::Result<openraft::Config> {
     let cfg = openraft::Config {
         cluster_name: "godwit-meta".into(),
         heartbeat_interval: 100,
         election_timeout_min: 400,
         election_timeout_max: 800,
-        // Snapshots are full dumps (see store/snapshot.rs): not too often.
+        // A snapshot copies the whole state machine into one file (see
+        // store/snapshot/): not too often.
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(50_000),
         max_in_snapshot_log_to_keep: 1000,
+        snapshot_max_chunk_size: meta.snapshot_chunk_size.clamp(1, MAX_SNAPSHOT_CHUNK_SIZE),
+        install_snapshot_timeout: SNAPSHOT_RPC_TIMEOUT_MS,
         ..Default::default()
     };
     Ok(cfg.validate()?)
@@ -182,13 +198,16 @@ impl MetaNode {
         let db = open_db(&cfg.data_dir.join("db"))?;
         let log_stats = Arc::new(LogStats::default());
         let log_store = LogStore::new(db.clone(), log_stats.clone());
-        let sm = StateMachine::new(db.clone(), cfg.data_dir.join("snapshots"));
+        let sm = {
+            let (db, dir) = (db.clone(), cfg.data_dir.join("snapshots"));
+            tokio::task::spawn_blocking(move || StateMachine::open(db, dir)).await??
+        };
         let commands_applied = sm.commands_applied.clone();
         let network = Network::new(&cfg.cluster_secret)?;
         let peers = PeerClient::new(&cfg.cluster_secret)?;
         let raft = Raft::new(
             cfg.node_id,
-            Arc::new(raft_config()?),
+            Arc::new(raft_config(&cfg)?),
             network,
             log_store,
             sm,

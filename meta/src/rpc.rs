@@ -22,11 +22,11 @@ use godwit_common::MetaApi;
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
 
 use crate::command::TypeConfig;
-use crate::network::{PATH_APPEND, PATH_SNAPSHOT, PATH_VOTE};
+use crate::network::{decode_chunk, PATH_APPEND, PATH_SNAPSHOT, PATH_VOTE, SNAPSHOT_CHUNK_TYPE};
 use crate::node::MetaNode;
 
 /// Largest request body: Raft appends carry many entries and snapshot
-/// chunks are a few MiB (openraft's default chunk is 3 MiB).
+/// chunks are a few MiB (`--snapshot-chunk-size`, 3 MiB by default).
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
 /// Routes of the internal listener. Serve with `axum::serve`.
@@ -96,9 +96,19 @@ async fn raft_snapshot(
     if !authorized(&node, &headers) {
         return unauthorized();
     }
-    match serde_json::from_slice::<InstallSnapshotRequest<TypeConfig>>(&body) {
+    let binary = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes() == SNAPSHOT_CHUNK_TYPE.as_bytes());
+    // Earlier builds send the chunk as JSON.
+    let req = if binary {
+        decode_chunk(&body)
+    } else {
+        serde_json::from_slice::<InstallSnapshotRequest<TypeConfig>>(&body)
+            .map_err(|e| format!("bad request body: {e}"))
+    };
+    match req {
         Ok(req) => Json(node.raft.install_snapshot(req).await).into_response(),
-        Err(e) => bad_request(e),
+        Err(e) => (StatusCode::BAD_REQUEST, e).into_response(),
     }
 }
 

@@ -130,6 +130,40 @@ pub enum BenchCommand {
     /// CRC-64/NVME, CRC32C, CRC32, MD5, SHA-256) over an in-memory buffer,
     /// one core, and print GB/s (10^9 bytes/s).
     Checksums(ChecksumArgs),
+    /// Fill a meta node's data dir with many small inline objects through
+    /// the in-process meta API (no gateway, no network), for the snapshot
+    /// figures (scripts/bench/snapshot.sh). Start `godwit meta` on the
+    /// same data dir afterwards.
+    MetaFill(MetaFillArgs),
+}
+
+/// `godwit bench meta-fill`.
+#[derive(Debug, Clone, Args)]
+pub struct MetaFillArgs {
+    /// Data dir of the `godwit meta` node to be (its rocksdb goes to
+    /// `<data-dir>/meta`).
+    #[arg(long)]
+    pub data_dir: std::path::PathBuf,
+
+    /// The address `godwit meta --listen` will use later: it is recorded
+    /// in the one-node membership.
+    #[arg(long)]
+    pub advertise: String,
+
+    /// Objects to write.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub objects: u64,
+
+    /// Bytes of each (inline) object.
+    #[arg(long, default_value = "100", value_parser = parse_size)]
+    pub size: u64,
+
+    /// Puts in flight (group commit packs them into Raft entries).
+    #[arg(long, default_value_t = 512)]
+    pub concurrency: u64,
+
+    #[arg(long, default_value = "godwit-bench")]
+    pub bucket: String,
 }
 
 /// `godwit bench checksums`.

@@ -11,12 +11,15 @@
 //! `body` (payload generation), `stats` (histograms and counters), `run`
 //! (prepare, measure, cleanup), `report` (table and JSON), `oss_sign` (the
 //! OSS V1/V4 signers of `--signer`) and `checksums` (`godwit bench
-//! checksums`, the raw speed of the data path's checksums).
+//! checksums`, the raw speed of the data path's checksums). `meta_fill`
+//! (`godwit bench meta-fill`) is the one exception to "knows nothing of
+//! Godwit's internals": it fills a meta data dir in-process.
 
 mod args;
 mod body;
 mod checksums;
 pub mod client;
+mod meta_fill;
 mod oss_sign;
 mod report;
 mod run;
@@ -35,6 +38,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         Some(args::BenchCommand::Checksums(c)) => {
             tokio::task::spawn_blocking(move || checksums::run(c)).await?
         }
+        Some(args::BenchCommand::MetaFill(f)) => meta_fill::run(f).await,
         None => run::run(args).await,
     }
 }

@@ -8,8 +8,11 @@
 //! (invariant 5, `apply/outbox.rs`). It is written without its own fsync: it shares the WAL with the Raft
 //! log, whose next synced append makes it durable, and until then a restart
 //! simply re-applies the entries from the log.
+//!
+//! Snapshots (`snapshot/`) are files: built from a rocksdb checkpoint,
+//! handed to openraft as `tokio::fs::File`s, installed by ingesting SST
+//! files.
 
-use std::io::Cursor;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,9 +22,11 @@ use openraft::{
     EntryPayload, OptionalSend, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageIOError,
 };
 use rocksdb::{WriteBatch, DB};
+use tokio::fs::File;
 
 use super::overlay::Overlay;
-use super::{cf, snapshot, CF_SM_META};
+use super::snapshot::SnapshotStore;
+use super::{cf, CF_SM_META};
 use crate::apply::{apply_command, dedup};
 use crate::command::{
     LogId, Proposal, ProposalResult, Reply, StorageError, StoredMembership, TypeConfig,
@@ -37,18 +42,22 @@ const KEY_MEMBERSHIP: &[u8] = b"membership";
 #[derive(Clone)]
 pub struct StateMachine {
     db: Arc<DB>,
-    snapshot_dir: PathBuf,
+    snapshots: Arc<SnapshotStore>,
     /// Commands applied by this node (per node; Prometheus has the total).
     pub commands_applied: Arc<AtomicU64>,
 }
 
 impl StateMachine {
-    pub fn new(db: Arc<DB>, snapshot_dir: PathBuf) -> Self {
-        StateMachine {
+    /// Opens the snapshot directory first (it may finish an interrupted
+    /// snapshot install, see `snapshot/mod.rs`): blocking, and before
+    /// openraft reads `last_applied`.
+    pub fn open(db: Arc<DB>, snapshot_dir: PathBuf) -> anyhow::Result<Self> {
+        let snapshots = Arc::new(SnapshotStore::open(&db, snapshot_dir)?);
+        Ok(StateMachine {
             db,
-            snapshot_dir,
+            snapshots,
             commands_applied: Arc::new(AtomicU64::new(0)),
-        }
+        })
     }
 }
 
@@ -207,40 +216,44 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.clone()
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<File>, StorageError> {
+        let store = self.snapshots.clone();
+        let f = tokio::task::spawn_blocking(move || store.begin_receiving())
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(None, &e))?
+            .map_err(|e| StorageIOError::write_snapshot(None, openraft::AnyError::error(e)))?;
+        Ok(Box::new(File::from_std(f)))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<u64, openraft::BasicNode>,
-        data: Box<Cursor<Vec<u8>>>,
+        data: Box<File>,
     ) -> Result<(), StorageError> {
         let db = self.db.clone();
-        let dir = self.snapshot_dir.clone();
+        let store = self.snapshots.clone();
         let sig = meta.signature();
-        let data = data.into_inner();
-        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-            snapshot::install(&db, &data)?;
-            snapshot::save(&dir, &data)
-        })
-        .await
-        .map_err(|e| StorageIOError::write_snapshot(Some(sig.clone()), &e))?
-        .map_err(|e| StorageIOError::write_snapshot(Some(sig), openraft::AnyError::error(e)))?;
+        let expect = meta.clone();
+        // Waits for openraft's last writes to reach the file.
+        let received = (*data).into_std().await;
+        let started = std::time::Instant::now();
+        tokio::task::spawn_blocking(move || store.install(&db, received, &expect))
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(Some(sig.clone()), &e))?
+            .map_err(|e| StorageIOError::write_snapshot(Some(sig), openraft::AnyError::error(e)))?;
+        tracing::info!(snapshot = %meta.snapshot_id, elapsed_ms = started.elapsed().as_millis() as u64, "snapshot installed");
         Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        let read_err = |e: &dyn std::fmt::Display| {
-            StorageIOError::read_snapshot(None, openraft::AnyError::error(e))
-        };
-        let Some(data) = snapshot::load(&self.snapshot_dir).map_err(|e| read_err(&e))? else {
-            return Ok(None);
-        };
-        let (meta, _) = snapshot::parse_meta(&data).map_err(|e| read_err(&e))?;
-        Ok(Some(Snapshot {
+        let store = self.snapshots.clone();
+        let current = tokio::task::spawn_blocking(move || store.current())
+            .await
+            .map_err(|e| StorageIOError::read_snapshot(None, &e))?
+            .map_err(|e| StorageIOError::read_snapshot(None, openraft::AnyError::error(e)))?;
+        Ok(current.map(|(meta, f)| Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(data)),
+            snapshot: Box::new(File::from_std(f)),
         }))
     }
 }
@@ -248,30 +261,29 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
         let db = self.db.clone();
-        let dir = self.snapshot_dir.clone();
-        let built =
-            tokio::task::spawn_blocking(move || -> anyhow::Result<(snapshot::Meta, Vec<u8>)> {
-                let (meta, data) = snapshot::dump(&db, |snap| {
-                    let (last, membership) = read_applied(|k| snap.get_cf(cf(&db, CF_SM_META), k))?;
-                    let snapshot_id = match &last {
-                        Some(l) => format!("{}-{}-{}", l.leader_id.term, l.index, now_ms()),
-                        None => format!("none-{}", now_ms()),
-                    };
-                    Ok(SnapshotMeta {
-                        last_log_id: last,
-                        last_membership: membership,
-                        snapshot_id,
-                    })
-                })?;
-                snapshot::save(&dir, &data)?;
-                Ok((meta, data))
+        let store = self.snapshots.clone();
+        let started = std::time::Instant::now();
+        let (meta, f) = tokio::task::spawn_blocking(move || {
+            store.build(&db, |ck| {
+                let (last, membership) = read_applied(|k| ck.get_cf(cf(ck, CF_SM_META), k))?;
+                let snapshot_id = match &last {
+                    Some(l) => format!("{}-{}-{}", l.leader_id.term, l.index, now_ms()),
+                    None => format!("none-{}", now_ms()),
+                };
+                Ok(SnapshotMeta {
+                    last_log_id: last,
+                    last_membership: membership,
+                    snapshot_id,
+                })
             })
-            .await
-            .map_err(|e| StorageIOError::write_snapshot(None, &e))?
-            .map_err(|e| StorageIOError::write_snapshot(None, openraft::AnyError::error(e)))?;
+        })
+        .await
+        .map_err(|e| StorageIOError::write_snapshot(None, &e))?
+        .map_err(|e| StorageIOError::write_snapshot(None, openraft::AnyError::error(e)))?;
+        tracing::info!(snapshot = %meta.snapshot_id, elapsed_ms = started.elapsed().as_millis() as u64, "snapshot built");
         Ok(Snapshot {
-            meta: built.0,
-            snapshot: Box::new(Cursor::new(built.1)),
+            meta,
+            snapshot: Box::new(File::from_std(f)),
         })
     }
 }
