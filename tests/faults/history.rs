@@ -479,15 +479,15 @@ impl Workload {
                 let mut e = c % spec.endpoints.len();
                 while !stop.load(Ordering::Relaxed) {
                     let key = format!("{}{}", spec.prefix, rng.gen_range(0..spec.keys));
-                    {
+                    let full = {
                         let mut pk = per_key.lock().unwrap();
                         let n = pk.entry(key.clone()).or_default();
-                        if *n >= spec.max_ops_per_key {
-                            drop(pk);
-                            tokio::time::sleep(spec.pause).await;
-                            continue;
-                        }
                         *n += 1;
+                        *n > spec.max_ops_per_key
+                    };
+                    if full {
+                        tokio::time::sleep(spec.pause).await;
+                        continue;
                     }
                     let s3 = &spec.endpoints[e];
                     let op = if rng.gen_bool(0.5) {
