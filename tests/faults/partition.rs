@@ -5,8 +5,10 @@
 use std::time::Duration;
 
 use crate::cluster::RegionSpec;
-use crate::history::WorkloadSpec;
-use crate::scenario::{finish, hold, load, load_with, recover, region, BUCKET};
+use crate::history::{Op, Outcome, WorkloadSpec};
+use crate::scenario::{
+    failures, finish, hold, judge, load, load_with, recover, region, stop_and_read, BUCKET,
+};
 use crate::serial;
 
 fn in_namespaces() -> RegionSpec {
@@ -66,10 +68,24 @@ fn gateway_cut_off_from_meta_answers_errors() {
         .await;
         let gw = r.gateways[0].slot;
         let metas: Vec<usize> = r.metas.iter().map(|m| m.slot).collect();
+        let cut = std::time::Instant::now();
         r.net.as_mut().unwrap().partition(&[gw], &metas);
         hold(&w).await;
+        let healed = std::time::Instant::now();
         r.net.as_mut().unwrap().heal();
         recover(&w).await;
-        finish(NAME, w, &r.s3(0)).await.assert_clean(NAME);
+        let h = stop_and_read(w, &r.s3(0)).await;
+        // Clients 0 and 2 are gateway 1's.
+        let during = |o: &Op| o.client % 2 == 0 && o.invoke >= cut && o.invoke < healed;
+        let ok = h
+            .ops
+            .iter()
+            .filter(|o| during(o) && o.outcome == Outcome::Ok(None))
+            .count();
+        eprintln!(
+            "{NAME}: while cut off, gateway 1 answered {:?} and {ok} successes",
+            failures(&h, during)
+        );
+        judge(NAME, &h).assert_clean(NAME);
     })
 }

@@ -17,11 +17,14 @@
 //! }
 //! ```
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cluster::{Region, RegionSpec};
-use crate::history::{check, final_reads, Report, Workload, WorkloadSpec};
+use crate::history::{
+    check, final_reads, Call, History, Op, Outcome, Report, Workload, WorkloadSpec,
+};
 use crate::support::S3;
 
 pub const BUCKET: &str = "/faults";
@@ -75,16 +78,45 @@ pub async fn recover(w: &Workload) -> bool {
 /// Stops the clients, reads every key through `reader`, checks the
 /// history and prints the row.
 pub async fn finish(name: &str, w: Workload, reader: &S3) -> Report {
+    let h = stop_and_read(w, reader).await;
+    judge(name, &h)
+}
+
+/// Stops the clients and adds a final read of every key through `reader`.
+pub async fn stop_and_read(w: Workload, reader: &S3) -> History {
     let spec = w.spec.clone();
     let h = w.stop().await;
-    let h = final_reads(h, reader, &spec, Duration::from_secs(30)).await;
+    final_reads(h, reader, &spec, Duration::from_secs(30)).await
+}
+
+/// Checks a history, prints what the failed operations saw and the row.
+pub fn judge(name: &str, h: &History) -> Report {
     let started = Instant::now();
-    let report = check(&h);
+    let report = check(h);
     eprintln!(
-        "{name}: {} operations checked in {:?}",
+        "{name}: {} operations checked in {:?}; failed ones saw {:?}",
         h.ops.len(),
-        started.elapsed()
+        started.elapsed(),
+        failures(h, |_| true)
     );
     report.print_row(name);
     report
+}
+
+/// What the failed operations of the clients `which` accepts saw: status
+/// or transport error, and how many times.
+pub fn failures(h: &History, which: impl Fn(&Op) -> bool) -> BTreeMap<String, usize> {
+    let mut seen = BTreeMap::new();
+    for op in h
+        .ops
+        .iter()
+        .filter(|o| !matches!(o.outcome, Outcome::Ok(_)) && which(o))
+    {
+        let what = match op.call {
+            Call::Put(_) => "PUT",
+            Call::Get => "GET",
+        };
+        *seen.entry(format!("{what} {}", op.note)).or_insert(0) += 1;
+    }
+    seen
 }
