@@ -20,7 +20,7 @@ fn in_namespaces() -> RegionSpec {
 
 #[test]
 fn meta_leader_isolated_from_its_peers() {
-    const NAME: &str = "partition: meta leader | 2 metas";
+    const NAME: &str = "partition: meta leader vs 2 metas";
     serial(async {
         let Some(mut r) = region(NAME, in_namespaces()).await else {
             return;
@@ -53,7 +53,7 @@ fn meta_leader_isolated_from_its_peers() {
 
 #[test]
 fn gateway_cut_off_from_meta_answers_errors() {
-    const NAME: &str = "partition: gateway | meta";
+    const NAME: &str = "partition: gateway vs meta";
     serial(async {
         let Some(mut r) = region(NAME, in_namespaces()).await else {
             return;

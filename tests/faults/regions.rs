@@ -52,7 +52,7 @@ async fn versioned_bucket(s3: &S3, bucket: &str, region: &str) {
 
 #[test]
 fn partition_between_regions_then_converge() {
-    const NAME: &str = "partition: region | region";
+    const NAME: &str = "partition: region vs region";
     serial(async {
         let mut net = match Net::new(2) {
             Ok(n) => n,
