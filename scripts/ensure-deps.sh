@@ -15,3 +15,12 @@ if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so*
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get install -y libclang-dev >/dev/null 2>&1 || { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y libclang-dev >/dev/null; }
 fi
+# The fault suite (tests/faults, docs/faults.md) jumps a node's wall clock
+# with libfaketime; its scenario prints SKIPPED without it.
+if [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] && [ "$(id -u)" = 0 ] \
+    && command -v apt-get >/dev/null; then
+    echo "installing libfaketime (the fault suite's clock jumps)..." >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y libfaketime >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y libfaketime >/dev/null; } \
+        || echo "libfaketime could not be installed: the clock scenarios will be SKIPPED" >&2
+fi
