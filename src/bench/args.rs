@@ -478,7 +478,7 @@ mod tests {
         let cli = Cli::try_parse_from(["bench", "checksums", "--size", "1MiB"]).unwrap();
         match cli.args.command {
             Some(BenchCommand::Checksums(c)) => assert_eq!(c.size, 1 << 20),
-            None => panic!("no subcommand"),
+            other => panic!("not checksums: {other:?}"),
         }
         assert!(Cli::try_parse_from(["bench", "--op", "get"]).is_err());
         let cli = Cli::try_parse_from(["bench", "--endpoint", "http://h:1", "--signer", "oss-v1"])
