@@ -53,6 +53,7 @@ impl Server {
                 gc_grace_secs: Some(3),
                 gc_interval_secs: Some(1),
                 io_backend: None,
+                io_deadline_secs: None,
             },
             replication: Default::default(),
             tier: TierArgs {

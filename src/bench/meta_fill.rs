@@ -35,6 +35,7 @@ fn object(bucket: &str, i: u64, size: u64) -> NewObject {
         tags: Default::default(),
         owner: "bench".into(),
         replica_of: None,
+        copy_source: None,
     }
 }
 

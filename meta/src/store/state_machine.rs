@@ -319,9 +319,11 @@ mod tests {
                 tags: Default::default(),
                 owner: "o".into(),
                 replica_of: None,
+                copy_source: None,
             }),
             version_id: version_id.into(),
             now_ms: 1,
+            claim: true,
         }
     }
 
