@@ -355,7 +355,7 @@ impl WorkloadSpec {
 /// verifies. Every third value is 20-60 KiB, above the inline threshold,
 /// so it is stored as a block on the datanodes.
 pub fn body_for(v: u64) -> Vec<u8> {
-    let len = if v % 3 == 0 {
+    let len = if v.is_multiple_of(3) {
         20_000 + (v as usize * 7919) % 40_000
     } else {
         64 + (v as usize * 31) % 900

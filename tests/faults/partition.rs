@@ -73,7 +73,7 @@ fn gateway_cut_off_from_meta_answers_errors() {
         recover(&w).await;
         let h = stop_and_read(w, &r.s3(0)).await;
         // Clients 0 and 2 are gateway 1's.
-        let during = |o: &Op| o.client % 2 == 0 && o.invoke >= cut && o.invoke < healed;
+        let during = |o: &Op| o.client.is_multiple_of(2) && o.invoke >= cut && o.invoke < healed;
         let ok = h
             .ops
             .iter()
