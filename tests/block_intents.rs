@@ -74,7 +74,7 @@ impl Server {
             &h.root.access_key_id,
             &h.root.secret_access_key,
         );
-        assert_eq!(s3.put("/b", vec![]).await.status(), 200);
+        assert_eq!(s3.put("/bkt", vec![]).await.status(), 200);
         Server {
             _dir: dir,
             h,
@@ -94,12 +94,12 @@ impl Server {
     async fn wait_for_a_gc_pass(&self) {
         let before = metric(&self.admin, GC_TOTAL).await;
         assert_eq!(
-            self.s3.put("/b/canary", pattern(MIB, 99)).await.status(),
+            self.s3.put("/bkt/canary", pattern(MIB, 99)).await.status(),
             200
         );
         assert_eq!(
             self.s3
-                .send("DELETE", "/b/canary", &[], vec![])
+                .send("DELETE", "/bkt/canary", &[], vec![])
                 .await
                 .status(),
             204
@@ -136,16 +136,19 @@ async fn a_slow_upload_outlives_the_gc_grace_and_the_intent_ttl() {
     let len = body.len().to_string();
     let gc_before = metric(&srv.admin, GC_TOTAL).await;
     // Garbage to prove GC ran while the body streamed.
-    assert_eq!(srv.s3.put("/b/junk", pattern(MIB, 3)).await.status(), 200);
+    assert_eq!(srv.s3.put("/bkt/junk", pattern(MIB, 3)).await.status(), 200);
     assert_eq!(
-        srv.s3.send("DELETE", "/b/junk", &[], vec![]).await.status(),
+        srv.s3
+            .send("DELETE", "/bkt/junk", &[], vec![])
+            .await
+            .status(),
         204
     );
     let resp = srv
         .s3
         .send_stream(
             "PUT",
-            "/b/slow",
+            "/bkt/slow",
             &[("content-length", &len)],
             reqwest::Body::wrap_stream(stream),
         )
@@ -159,7 +162,10 @@ async fn a_slow_upload_outlives_the_gc_grace_and_the_intent_ttl() {
     // Blocks written early in the upload were older than the grace
     // several times over; they are all still there.
     srv.wait_for_a_gc_pass().await;
-    assert_eq!(md5_hex(&read_all(&srv.s3, "/b/slow").await), md5_hex(&body));
+    assert_eq!(
+        md5_hex(&read_all(&srv.s3, "/bkt/slow").await),
+        md5_hex(&body)
+    );
     srv.stop().await;
 }
 
@@ -167,9 +173,9 @@ async fn a_slow_upload_outlives_the_gc_grace_and_the_intent_ttl() {
 async fn a_get_streaming_an_overwritten_object_returns_every_byte() {
     let srv = Server::start().await;
     let old = pattern(16 * MIB, 1);
-    assert_eq!(srv.s3.put("/b/obj", old.clone()).await.status(), 200);
+    assert_eq!(srv.s3.put("/bkt/obj", old.clone()).await.status(), 200);
 
-    let resp = srv.s3.get("/b/obj").await;
+    let resp = srv.s3.get("/bkt/obj").await;
     assert_eq!(resp.status(), 200);
     let mut body = resp.bytes_stream();
     let mut got = Vec::with_capacity(old.len());
@@ -178,7 +184,7 @@ async fn a_get_streaming_an_overwritten_object_returns_every_byte() {
     // Overwritten while the GET streams: the old blocks lose their last
     // reference now, and GC passes their grace before the GET goes on.
     let new = pattern(16 * MIB, 2);
-    assert_eq!(srv.s3.put("/b/obj", new.clone()).await.status(), 200);
+    assert_eq!(srv.s3.put("/bkt/obj", new.clone()).await.status(), 200);
     srv.wait_for_a_gc_pass().await;
     let collected_meanwhile = metric(&srv.admin, GC_TOTAL).await;
 
@@ -187,7 +193,7 @@ async fn a_get_streaming_an_overwritten_object_returns_every_byte() {
     }
     assert_eq!(got.len(), old.len());
     assert_eq!(md5_hex(&got), md5_hex(&old));
-    assert_eq!(md5_hex(&read_all(&srv.s3, "/b/obj").await), md5_hex(&new));
+    assert_eq!(md5_hex(&read_all(&srv.s3, "/bkt/obj").await), md5_hex(&new));
 
     // The reader is gone: its lease is released and the 16 old blocks go.
     eventually(

@@ -168,7 +168,7 @@ async fn killing_the_meta_leader_mid_stream_fails_no_put() {
         wait_healthy(&url(admin), HEALTHY).await;
     }
     let s3 = Arc::new(S3::new(&url(s3_port), ROOT_ID, ROOT_SECRET));
-    assert_eq!(s3.put("/fo", vec![]).await.status(), 200);
+    assert_eq!(s3.put("/fox", vec![]).await.status(), 200);
 
     let stop = Arc::new(AtomicBool::new(false));
     let acked: Arc<Mutex<Vec<(usize, usize)>>> = Arc::default();
@@ -179,7 +179,7 @@ async fn killing_the_meta_leader_mid_stream_fails_no_put() {
         writers.push(tokio::spawn(async move {
             let mut i = 0;
             while !stop.load(Ordering::Relaxed) {
-                let path = format!("/fo/w{w}-{i}");
+                let path = format!("/fox/w{w}-{i}");
                 match s3.try_send("PUT", &path, &[], body_of(w, i)).await {
                     Ok(r) if r.status() == 200 => acked.lock().unwrap().push((w, i)),
                     Ok(r) => {
@@ -273,7 +273,7 @@ async fn killing_the_meta_leader_mid_stream_fails_no_put() {
         let (s3, chunk) = (s3.clone(), chunk.to_vec());
         tasks.push(tokio::spawn(async move {
             for (w, i) in chunk {
-                let r = s3.get(&format!("/fo/w{w}-{i}")).await;
+                let r = s3.get(&format!("/fox/w{w}-{i}")).await;
                 assert_eq!(r.status(), 200, "w{w}-{i}");
                 assert_eq!(r.bytes().await.unwrap().as_ref(), body_of(w, i), "w{w}-{i}");
             }

@@ -224,6 +224,7 @@ async fn suspect_nodes_take_no_new_copies_while_the_others_make_the_quorum() {
         size: 10,
         nodes: vec![3, 1, 4],
     }]);
+    common::reserve(&m, &[&"dd00".repeat(8)]).await;
     m.put_object(common::new_object("b", "k", data))
         .await
         .unwrap();
