@@ -516,7 +516,9 @@ impl Region {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "log") {
                 let text = std::fs::read_to_string(&p).unwrap_or_default();
-                let all: Vec<&str> = text.lines().collect();
+                // Backtrace frames are left out: a node's error from
+                // `main` (and its message) would scroll out of the tail.
+                let all: Vec<&str> = text.lines().filter(|l| !is_frame(l)).collect();
                 eprintln!("---- {} (last {lines} lines)", p.display());
                 for l in &all[all.len().saturating_sub(lines)..] {
                     eprintln!("{l}");
@@ -524,6 +526,15 @@ impl Region {
             }
         }
     }
+}
+
+/// A line of a printed backtrace (`  12: name` or `      at file:line`).
+fn is_frame(line: &str) -> bool {
+    let t = line.trim_start();
+    t.len() < line.len()
+        && (t.starts_with("at ")
+            || t.split_once(": ")
+                .is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit())))
 }
 
 impl Drop for Region {

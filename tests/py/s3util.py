@@ -53,10 +53,38 @@ def godwit_bin() -> str:
     return os.environ.get("GODWIT_BIN", DEFAULT_BIN)
 
 
+_PORT_LOW = 10_000
+_port_cursor = [os.getpid() * 7919]
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the kernel's ephemeral range.
+
+    A port from that range (binding port 0) can be handed to another
+    process's outgoing connection before the server binds it, and the
+    server then fails to start with "address in use". Ports below the
+    range are never handed out that way.
+    """
+    high = max(_ephemeral_low(), _PORT_LOW + 1_000)
+    span = high - _PORT_LOW
+    for _ in range(span):
+        port = _PORT_LOW + _port_cursor[0] % span
+        _port_cursor[0] += 1
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port below {high}")
 
 
 def unique_bucket_name(hint: str = "t") -> str:

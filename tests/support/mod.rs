@@ -198,13 +198,45 @@ pub fn error_code(body: &str) -> String {
         .to_string()
 }
 
-/// `n` distinct free ports: all listeners are held until every port is
-/// chosen, or the kernel may hand the same port out twice.
+/// `n` distinct free ports, below the kernel's ephemeral range: a port
+/// taken from that range (by binding port 0) can be handed to another
+/// process's outgoing connection between this call and the server's own
+/// bind, and the server then fails to start with "address in use". A
+/// cursor seeded by the process id walks the lower ports instead, and a
+/// port is kept only if a listener can bind it; all listeners are held
+/// until every port is chosen.
 pub fn free_ports<const N: usize>() -> [u16; N] {
-    let listeners: Vec<TcpListener> = (0..N)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static CURSOR: AtomicU32 = AtomicU32::new(u32::MAX);
+    const LOW: u32 = 10_000;
+    let high = ephemeral_low().clamp(LOW + 1_000, 65_535);
+    let span = high - LOW;
+    let _ = CURSOR.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7919) % span,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    let mut listeners: Vec<TcpListener> = Vec::with_capacity(N);
+    for _ in 0..span {
+        if listeners.len() == N {
+            break;
+        }
+        let port = LOW + CURSOR.fetch_add(1, Ordering::SeqCst) % span;
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port as u16)) {
+            listeners.push(l);
+        }
+    }
+    assert_eq!(listeners.len(), N, "no {N} free ports below {high}");
     std::array::from_fn(|i| listeners[i].local_addr().unwrap().port())
+}
+
+/// The first port of `net.ipv4.ip_local_port_range`.
+fn ephemeral_low() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
 
 /// A `godwit` child process, killed on drop.
