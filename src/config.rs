@@ -44,6 +44,8 @@ pub struct FileConfig {
     pub gc_interval_secs: Option<u64>,
     pub io_backend: Option<String>,
     pub io_deadline_secs: Option<u64>,
+    pub reserve_bytes: Option<u64>,
+    pub meta_reserve_bytes: Option<u64>,
     pub bootstrap: Option<bool>,
     pub replication_factor: Option<usize>,
     pub write_quorum: Option<usize>,
@@ -143,6 +145,16 @@ pub struct StorageArgs {
     /// and the node is skipped for a while. Default 5.
     #[arg(long, env = "GODWIT_IO_DEADLINE_SECS")]
     pub io_deadline_secs: Option<u64>,
+    /// Free bytes a datanode keeps on its disk: below this it takes no new
+    /// blocks (clients get 507 StorageFull) and still serves reads.
+    /// Default 256 MiB; 0 refuses only on a real ENOSPC.
+    #[arg(long, env = "GODWIT_RESERVE_BYTES")]
+    pub reserve_bytes: Option<u64>,
+    /// Free bytes meta keeps on its disk: below this, writes that add data
+    /// are refused with 507 StorageFull; reads and deletes go on.
+    /// Default 64 MiB; 0 turns the guard off.
+    #[arg(long, env = "GODWIT_META_RESERVE_BYTES")]
+    pub meta_reserve_bytes: Option<u64>,
 }
 
 /// Replication worker tunables (`godwit server` and `godwit replicator`).
@@ -235,6 +247,10 @@ pub struct Storage {
     pub io_backend: IoBackend,
     /// Deadline of every block call (`godwit_common::block_api::DEFAULT_IO_DEADLINE`).
     pub io_deadline: std::time::Duration,
+    /// `--reserve-bytes` of a datanode.
+    pub reserve_bytes: u64,
+    /// `--meta-reserve-bytes` of a meta node.
+    pub meta_reserve_bytes: u64,
 }
 
 impl Storage {
@@ -268,6 +284,14 @@ impl Storage {
                 Some(s) => std::time::Duration::from_secs(s),
                 None => godwit_common::block_api::DEFAULT_IO_DEADLINE,
             },
+            reserve_bytes: a
+                .reserve_bytes
+                .or(f.reserve_bytes)
+                .unwrap_or(godwit_datanode::DEFAULT_RESERVE_BYTES),
+            meta_reserve_bytes: a
+                .meta_reserve_bytes
+                .or(f.meta_reserve_bytes)
+                .unwrap_or(godwit_meta::DEFAULT_META_RESERVE_BYTES),
         })
     }
 }

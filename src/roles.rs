@@ -144,6 +144,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         replication_factor: cfg.tier.replication_factor,
         bootstrap: true,
         snapshot_chunk_size: godwit_meta::DEFAULT_SNAPSHOT_CHUNK_SIZE,
+        reserve_bytes: cfg.storage.meta_reserve_bytes,
     })
     .await?;
     meta.set_replication_max_attempts(cfg.replication.max_attempts);
@@ -158,6 +159,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         data_dir: cfg.data_dir.join("datanode"),
         cluster_secret: secret.clone(),
         force_threadpool: cfg.storage.io_backend == IoBackend::Threadpool,
+        reserve_bytes: cfg.storage.reserve_bytes,
     })
     .await?;
     meta_api
@@ -255,6 +257,7 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
         replication_factor: cfg.tier.replication_factor,
         bootstrap: cfg.bootstrap && cfg.peers.is_empty(),
         snapshot_chunk_size: cfg.snapshot_chunk_size,
+        reserve_bytes: cfg.storage.meta_reserve_bytes,
     })
     .await?;
     meta.set_datanode_policy(cfg.tier.policy.clone());
@@ -374,6 +377,7 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
         data_dir: cfg.data_dir.clone(),
         cluster_secret: secret,
         force_threadpool: cfg.storage.io_backend == IoBackend::Threadpool,
+        reserve_bytes: cfg.storage.reserve_bytes,
     })
     .await?;
     tasks.push(tokio::spawn(listen::serve(

@@ -54,6 +54,8 @@ impl Server {
                 gc_interval_secs: Some(1),
                 io_backend: None,
                 io_deadline_secs: None,
+                reserve_bytes: None,
+                meta_reserve_bytes: None,
             },
             replication: Default::default(),
             tier: TierArgs {

@@ -51,6 +51,8 @@ async fn server(net: NetArgs) -> Server {
             gc_interval_secs: None,
             io_backend: None,
             io_deadline_secs: None,
+            reserve_bytes: None,
+            meta_reserve_bytes: None,
         },
         replication: Default::default(),
         tier: Default::default(),

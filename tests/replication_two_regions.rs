@@ -60,6 +60,8 @@ async fn start_region(name: &str, dir: &std::path::Path, s3_listen: &str) -> Ser
             gc_interval_secs: None,
             io_backend: None,
             io_deadline_secs: None,
+            reserve_bytes: None,
+            meta_reserve_bytes: None,
         },
         // Short backoff and many attempts: a destination that is down for
         // a few seconds must not turn tasks FAILED in these tests.

@@ -31,6 +31,8 @@ async fn start(dir: &std::path::Path) -> ServerHandle {
             gc_interval_secs: None,
             io_backend: None,
             io_deadline_secs: None,
+            reserve_bytes: None,
+            meta_reserve_bytes: None,
         },
         replication: Default::default(),
         tier: Default::default(),

@@ -55,6 +55,8 @@ impl Server {
                 gc_interval_secs: None,
                 io_backend: None,
                 io_deadline_secs: None,
+                reserve_bytes: None,
+                meta_reserve_bytes: None,
             },
             replication: Default::default(),
             tier: Default::default(),

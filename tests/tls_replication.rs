@@ -75,6 +75,8 @@ async fn region(name: &'static str, tls: bool) -> Region {
             gc_interval_secs: None,
             io_backend: None,
             io_deadline_secs: None,
+            reserve_bytes: None,
+            meta_reserve_bytes: None,
         },
         replication: godwit::config::ReplicationArgs {
             replication_backoff_max_ms: Some(500),

@@ -66,6 +66,10 @@ pub enum MetaError {
     /// renewing): refused, so no object names a block GC may collect.
     #[error("block reservation expired: {0}")]
     IntentExpired(String),
+    /// Meta's disk has less free space than its reserve: writes that grow
+    /// the store are refused (deletes still pass) until space is freed.
+    #[error("storage full: {0}")]
+    StorageFull(String),
     /// This node is not the Raft leader; the client should retry there.
     #[error("not leader (leader: {leader:?})")]
     NotLeader { leader: Option<NodeId> },
@@ -102,10 +106,17 @@ pub enum BlockError {
     /// about the copy.
     #[error("datanode missed its I/O deadline: {0}")]
     DeadlineMissed(String),
+    /// The datanode's disk is full, or has less free space than its
+    /// reserve: no new block is written there.
+    #[error("no space left on datanode: {0}")]
+    NoSpace(String),
 }
 
 impl From<std::io::Error> for BlockError {
     fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::StorageFull {
+            return BlockError::NoSpace(e.to_string());
+        }
         BlockError::Io(e.to_string())
     }
 }

@@ -10,6 +10,7 @@
 pub mod block_api;
 pub mod block_token;
 pub mod cluster;
+pub mod disk;
 pub mod error;
 pub mod meta_api;
 pub mod net;

@@ -195,9 +195,10 @@ fn copy_is_suspect(e: &BlockError) -> bool {
         // A range outside the block: the stored file is not the block the
         // manifest describes.
         BlockError::BadRequest(_) => true,
-        BlockError::Forbidden(_) | BlockError::Unavailable(_) | BlockError::DeadlineMissed(_) => {
-            false
-        }
+        BlockError::Forbidden(_)
+        | BlockError::Unavailable(_)
+        | BlockError::DeadlineMissed(_)
+        | BlockError::NoSpace(_) => false,
     }
 }
 

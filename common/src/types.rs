@@ -438,6 +438,13 @@ pub struct DatanodeHeartbeat {
     pub used_bytes: u64,
     /// Block files on this node.
     pub blocks: u64,
+    /// Free bytes of that file system (statvfs `f_bavail`).
+    #[serde(default)]
+    pub available_bytes: u64,
+    /// Less than the datanode's reserve is free: meta places no new block
+    /// copy there (the datanode would refuse it).
+    #[serde(default)]
+    pub full: bool,
 }
 
 /// A datanode as `godwit admin datanode list` shows it.
@@ -456,6 +463,11 @@ pub struct DatanodeStatus {
     pub capacity_bytes: u64,
     pub used_bytes: u64,
     pub blocks: u64,
+    #[serde(default)]
+    pub available_bytes: u64,
+    /// Below its free-space reserve: takes no new blocks.
+    #[serde(default)]
+    pub full: bool,
     /// Committed blocks meta places on this node.
     pub placed_blocks: u64,
     /// Missed an I/O deadline recently (`report_slow_datanode`): new

@@ -42,6 +42,7 @@ impl IntoResponse for ApiError {
             BlockError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
             BlockError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             BlockError::DeadlineMissed(_) => StatusCode::GATEWAY_TIMEOUT,
+            BlockError::NoSpace(_) => StatusCode::INSUFFICIENT_STORAGE,
         };
         if status.is_server_error() {
             tracing::warn!(error = %self.0, "datanode request failed");

@@ -27,4 +27,4 @@ mod store;
 
 pub use http::router;
 pub use scrub::ScrubConfig;
-pub use store::{Datanode, DatanodeConfig};
+pub use store::{Datanode, DatanodeConfig, DEFAULT_RESERVE_BYTES};

@@ -59,19 +59,9 @@ fn each_block(root: &Path, mut f: impl FnMut(&str, &std::fs::DirEntry)) -> std::
     Ok(())
 }
 
-/// Size of the file system holding `path` (statvfs).
+/// Size of the file system holding `path`.
 fn capacity_of(path: &Path) -> u64 {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return 0;
-    };
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid NUL-terminated path and `st` a writable
-    // statvfs struct, as statvfs(3) requires.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return 0;
-    }
-    st.f_blocks as u64 * st.f_frsize as u64
+    godwit_common::disk::space(path).map_or(0, |s| s.total)
 }
 
 impl Datanode {
@@ -187,6 +177,7 @@ impl Datanode {
                     }
                 }
                 beat = beat.wrapping_add(1);
+                let available = dn.available_bytes().await;
                 let hb = DatanodeHeartbeat {
                     id: dn.node_id(),
                     addr: addr.clone(),
@@ -194,6 +185,8 @@ impl Datanode {
                     capacity_bytes: capacity,
                     used_bytes: used,
                     blocks: count,
+                    available_bytes: available.unwrap_or(0),
+                    full: dn.is_full(available),
                 };
                 if let Err(e) = meta.heartbeat(hb).await {
                     tracing::warn!(node = dn.node_id(), error = %e, "heartbeat to meta failed");

@@ -41,12 +41,21 @@ pub struct DatanodeConfig {
     pub cluster_secret: ClusterSecret,
     /// Use the blocking thread pool even where io_uring works.
     pub force_threadpool: bool,
+    /// Free bytes of the blocks' file system below which new blocks are
+    /// refused (`BlockError::NoSpace`) and heartbeats say `full`; 0: only
+    /// a real ENOSPC refuses.
+    pub reserve_bytes: u64,
 }
+
+/// Free space a datanode leaves on its disk: room for meta when they
+/// share it (meta keeps 64 MiB) and for blocks already being written.
+pub const DEFAULT_RESERVE_BYTES: u64 = 256 << 20;
 
 pub struct Datanode {
     node_id: u64,
     layout: Layout,
     secret: ClusterSecret,
+    reserve: u64,
     pub(crate) io: IoEngine,
 }
 
@@ -61,6 +70,7 @@ impl Datanode {
             node_id: cfg.node_id,
             layout,
             secret: cfg.cluster_secret,
+            reserve: cfg.reserve_bytes,
             io,
         }))
     }
@@ -166,6 +176,33 @@ impl Datanode {
         Ok(header)
     }
 
+    /// Free bytes of the blocks' file system (`None` if statvfs failed).
+    pub async fn available_bytes(&self) -> Option<u64> {
+        let root = self.layout.root().to_path_buf();
+        blocking(move || Ok(godwit_common::disk::space(&root)))
+            .await
+            .ok()
+            .flatten()
+            .map(|s| s.available)
+    }
+
+    /// Below the reserve: true, and a new block is refused.
+    pub fn is_full(&self, available: Option<u64>) -> bool {
+        self.reserve > 0 && available.is_some_and(|a| a < self.reserve)
+    }
+
+    async fn check_space(&self) -> Result<(), BlockError> {
+        let free = self.available_bytes().await;
+        if self.is_full(free) {
+            return Err(BlockError::NoSpace(format!(
+                "{} bytes free, below the reserve of {} bytes",
+                free.unwrap_or(0),
+                self.reserve
+            )));
+        }
+        Ok(())
+    }
+
     /// Makes a rename in `dir` durable (rename(2) alone is not: the
     /// directory entry lives in the folder's own data).
     async fn fsync_dir(&self, dir: &Path) -> io::Result<()> {
@@ -190,6 +227,7 @@ impl BlockStore for Datanode {
         check_id(id)?;
         block_token::verify(&self.secret, id, BlockOp::Write, token)
             .map_err(|e| BlockError::Forbidden(e.into()))?;
+        self.check_space().await?;
         let dir = self.layout.dir(id);
         let d = dir.clone();
         blocking(move || make_dir_durable(&d)).await?;

@@ -131,6 +131,11 @@ pub enum S3Error {
     InternalError(String),
     #[error("Please reduce your request rate.")]
     ServiceUnavailable(String),
+    /// A datanode or meta disk below its free-space reserve (507, as
+    /// MinIO answers a full drive). Reads and deletes still work; space
+    /// comes back once deleted objects' blocks pass the GC grace.
+    #[error("The storage is full: delete objects to free space (deleted data is reclaimed after the GC grace period).")]
+    StorageFull(String),
 }
 
 impl S3Error {
@@ -183,6 +188,7 @@ impl S3Error {
             BucketReplicationAlreadyExist => "BucketReplicationAlreadyExist",
             InternalError(_) => "InternalError",
             ServiceUnavailable(_) => "ServiceUnavailable",
+            StorageFull(_) => "StorageFull",
         }
     }
 
@@ -230,6 +236,7 @@ impl S3Error {
             BucketAlreadyOwnedByYou | BucketNotEmpty | FileAlreadyExists => StatusCode::CONFLICT,
             InternalError(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            StorageFull(_) => StatusCode::INSUFFICIENT_STORAGE,
         }
     }
 }
@@ -261,6 +268,7 @@ impl From<MetaError> for S3Error {
             }
             // What S3 answers an upload too slow to finish; SDKs retry it.
             MetaError::IntentExpired(_) => S3Error::RequestTimeout,
+            MetaError::StorageFull(m) => S3Error::StorageFull(m),
             MetaError::Internal(m) => S3Error::InternalError(m),
         }
     }
@@ -270,6 +278,7 @@ impl From<BlockError> for S3Error {
     fn from(e: BlockError) -> Self {
         match e {
             BlockError::Unavailable(m) => S3Error::ServiceUnavailable(m),
+            BlockError::NoSpace(m) => S3Error::StorageFull(m),
             e @ BlockError::DeadlineMissed(_) => S3Error::ServiceUnavailable(e.to_string()),
             other => S3Error::InternalError(other.to_string()),
         }

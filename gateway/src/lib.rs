@@ -373,7 +373,10 @@ fn error_response(e: ApiError, resource: &str, request_id: &str, is_head: bool) 
         s3::xml_response(status, xml::error_body(&e.err, resource, request_id))
     };
     *resp.status_mut() = status;
-    if let S3Error::InternalError(detail) | S3Error::ServiceUnavailable(detail) = &e.err {
+    if let S3Error::InternalError(detail)
+    | S3Error::ServiceUnavailable(detail)
+    | S3Error::StorageFull(detail) = &e.err
+    {
         tracing::warn!(%request_id, error = %detail, "server-side error");
     }
     resp.headers_mut().extend(e.headers);

@@ -284,6 +284,27 @@ pub enum Reply {
 
 impl Command {
     /// Short name for logs and metrics.
+    /// Commands a full disk refuses (`space.rs`): the ones that add
+    /// client data. Deletes, aborts and the bookkeeping of replication and
+    /// the datanode tier pass, so an operator can free space and a full
+    /// region keeps draining its queues.
+    pub fn grows_store(&self) -> bool {
+        matches!(
+            self,
+            Command::CreateBucket { .. }
+                | Command::PutObject { .. }
+                | Command::CreateUpload { .. }
+                | Command::PutPart { .. }
+                | Command::CompleteUpload { .. }
+                | Command::PutObjectTags { .. }
+                | Command::PutAccessKey { .. }
+                | Command::PutBucketReplication { .. }
+                | Command::PutRemote { .. }
+                | Command::RecordIntents { .. }
+                | Command::BackfillScan { .. }
+        )
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Command::CreateBucket { .. } => "create_bucket",

@@ -34,12 +34,13 @@ mod repair;
 mod repl_api;
 mod request_id;
 mod rpc;
+mod space;
 mod store;
 mod tier;
 
 pub use node::{
-    LogCounters, MetaConfig, MetaNode, DEFAULT_INLINE_THRESHOLD, DEFAULT_MIN_PART_SIZE,
-    DEFAULT_SNAPSHOT_CHUNK_SIZE,
+    LogCounters, MetaConfig, MetaNode, DEFAULT_INLINE_THRESHOLD, DEFAULT_META_RESERVE_BYTES,
+    DEFAULT_MIN_PART_SIZE, DEFAULT_SNAPSHOT_CHUNK_SIZE,
 };
 pub use repl_api::DEFAULT_REPLICATION_MAX_ATTEMPTS;
 pub use rpc::router;

@@ -26,6 +26,8 @@ pub struct Metrics {
     pub datanodes_suspect: IntGauge,
     pub datanodes_marked_suspect: IntCounter,
     pub commands_deduplicated: IntCounter,
+    /// Writes refused because meta's disk is below its reserve.
+    pub writes_refused_no_space: IntCounter,
 }
 
 fn gauge(name: &str, help: &str) -> IntGauge {
@@ -81,6 +83,10 @@ pub fn get() -> &'static Metrics {
         commands_deduplicated: counter(
             "godwit_meta_commands_deduplicated_total",
             "Commands whose request id was already applied: answered the recorded reply, applied nothing",
+        ),
+        writes_refused_no_space: counter(
+            "godwit_meta_writes_refused_no_space_total",
+            "Meta writes refused because the meta disk is below its free-space reserve",
         ),
     })
 }

@@ -37,6 +37,8 @@ const FORWARD_RETRY_BUDGET: Duration = Duration::from_millis(3500);
 const MIN_FORWARD_TIMEOUT: Duration = Duration::from_millis(500);
 /// Bytes of a snapshot per `install_snapshot` RPC (openraft's default).
 pub const DEFAULT_SNAPSHOT_CHUNK_SIZE: u64 = 3 << 20;
+/// Free space meta keeps for deletes, compactions and the Raft log.
+pub const DEFAULT_META_RESERVE_BYTES: u64 = 64 << 20;
 /// A chunk travels as a JSON array of numbers (up to 4 bytes per byte):
 /// this keeps it under the RPC body limit of `rpc.rs`.
 const MAX_SNAPSHOT_CHUNK_SIZE: u64 = 12 << 20;
@@ -67,6 +69,9 @@ pub struct MetaConfig {
     pub bootstrap: bool,
     /// Bytes of a snapshot sent per Raft RPC.
     pub snapshot_chunk_size: u64,
+    /// Free bytes of `data_dir` below which writes that grow the store are
+    /// refused with `StorageFull` (`space.rs`); 0 turns the guard off.
+    pub reserve_bytes: u64,
 }
 
 impl MetaConfig {
@@ -87,6 +92,7 @@ impl MetaConfig {
             replication_factor: 1,
             bootstrap: true,
             snapshot_chunk_size: DEFAULT_SNAPSHOT_CHUNK_SIZE,
+            reserve_bytes: DEFAULT_META_RESERVE_BYTES,
         }
     }
 }
@@ -107,6 +113,8 @@ pub struct MetaNode {
     pub(crate) raft: Raft,
     pub(crate) db: Arc<DB>,
     proposer: Proposer,
+    /// Refuses growing writes on a full disk (`space.rs`).
+    space: crate::space::SpaceGuard,
     /// Reaches the leader (forwarded writes, read index) and the peers.
     pub(crate) peers: PeerClient,
     /// One leadership-confirming heartbeat round for many reads.
@@ -229,11 +237,13 @@ impl MetaNode {
         let (reads, reads_task) = ReadIndexBatcher::spawn(raft.clone(), read_error);
         let gauges_task = crate::metrics::spawn_raft_gauges(raft.metrics());
         let compactor_task = spawn_queue_compactor(db.clone());
+        let space = crate::space::SpaceGuard::new(cfg.data_dir.clone(), cfg.reserve_bytes);
         let node = Arc::new(MetaNode {
             cfg,
             raft,
             db,
             proposer,
+            space,
             peers,
             reads,
             log_stats,
@@ -355,7 +365,7 @@ impl MetaNode {
                 // `NotLeader` in the second case, before proposing anything.
                 None => (
                     None,
-                    self.proposer.propose(cmd.clone(), Some(id.clone())).await,
+                    self.propose_local(cmd.clone(), Some(id.clone())).await,
                 ),
             };
             match (leader, r) {
@@ -393,6 +403,7 @@ impl MetaNode {
         cmd: Command,
         id: Option<RequestId>,
     ) -> Result<Reply, MetaError> {
+        self.space.check(&cmd)?;
         self.proposer.propose(cmd, id).await
     }
 

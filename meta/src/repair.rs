@@ -151,6 +151,11 @@ impl MetaNode {
         let desired = self.desired_copies(&records);
         let writable = self.writable_nodes(&records);
         let healthy: HashSet<NodeId> = writable.iter().map(|c| c.id).collect();
+        // A full node's copies stay healthy, but it takes no new ones.
+        let writable: Vec<_> = writable
+            .into_iter()
+            .filter(|c| !self.tier.is_full(c.id))
+            .collect();
         let scan = self
             .blocking({
                 let healthy = healthy.clone();

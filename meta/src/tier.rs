@@ -252,6 +252,16 @@ impl Tier {
             .set(slow.len() as i64);
     }
 
+    /// The node's last heartbeat said it is below its free-space reserve.
+    pub(crate) fn is_full(&self, node: NodeId) -> bool {
+        self.seen
+            .lock()
+            .expect("tier lock")
+            .get(&node)
+            .and_then(|s| s.hb.as_ref())
+            .is_some_and(|hb| hb.full)
+    }
+
     pub(crate) fn is_slow(&self, node: NodeId) -> bool {
         self.slow
             .lock()
@@ -309,9 +319,10 @@ impl MetaNode {
     }
 
     /// Placement and quorum of new blocks: copies on distinct up nodes
-    /// (distinct zones when set), leaving out suspects (nodes reported
-    /// slow) while the others can make the quorum; `Unavailable` when
-    /// fewer nodes are up than the write quorum needs.
+    /// (distinct zones when set) that are not full, leaving out suspects
+    /// (nodes reported slow) while the others can make the quorum;
+    /// `Unavailable` when fewer nodes are up than the write quorum needs,
+    /// `StorageFull` when enough are up but too few have space.
     pub(crate) fn place_new_blocks(&self, count: usize) -> MetaResult<(Vec<Vec<NodeId>>, usize)> {
         let records = self.datanode_records()?;
         if records.is_empty() {
@@ -321,6 +332,11 @@ impl MetaNode {
         // period now, not when the loop next looks.
         self.tier.note_leader(self.is_leader());
         let up = self.writable_nodes(&records);
+        let up_count = up.len();
+        let up: Vec<Candidate> = up
+            .into_iter()
+            .filter(|c| !self.tier.is_full(c.id))
+            .collect();
         let desired = self.desired_copies(&records);
         let rf = self.cfg.replication_factor.max(1);
         let quorum = match self.tier.policy().write_quorum {
@@ -343,6 +359,12 @@ impl MetaNode {
             fast.into_iter().chain(slow).collect()
         };
         let copies = desired.min(up.len());
+        if (copies == 0 || copies < quorum) && up_count >= quorum {
+            return Err(MetaError::StorageFull(format!(
+                "{} of {up_count} datanodes have free space, a block write needs {quorum}",
+                up.len()
+            )));
+        }
         if copies == 0 || copies < quorum {
             return Err(MetaError::Unavailable(format!(
                 "{} datanodes are up, a block write needs {quorum}",
@@ -433,6 +455,8 @@ impl MetaNode {
                     capacity_bytes: hb.capacity_bytes,
                     used_bytes: hb.used_bytes,
                     blocks: hb.blocks,
+                    available_bytes: hb.available_bytes,
+                    full: hb.full,
                     placed_blocks: placed.get(&id).copied().unwrap_or(0),
                     suspect: self.tier.is_slow(id),
                 }

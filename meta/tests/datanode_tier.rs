@@ -33,6 +33,7 @@ fn hb(id: NodeId, zone: &str) -> DatanodeHeartbeat {
         capacity_bytes: 1 << 30,
         used_bytes: 0,
         blocks: 0,
+        ..Default::default()
     }
 }
 
@@ -251,4 +252,54 @@ async fn suspect_nodes_take_no_new_copies_while_the_others_make_the_quorum() {
     assert_eq!(a[0].nodes.len(), 3, "{a:?}");
     m.shutdown().await;
     m3.shutdown().await;
+}
+
+#[tokio::test]
+async fn full_nodes_take_no_new_copies_and_all_full_is_storage_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_rf3(dir.path()).await;
+    let full = |id: NodeId, zone: &str| DatanodeHeartbeat {
+        full: true,
+        ..hb(id, zone)
+    };
+    for (id, zone) in NODES {
+        let beat = if id == 3 {
+            full(id, zone)
+        } else {
+            hb(id, zone)
+        };
+        m.heartbeat(beat).await.unwrap();
+    }
+    let status = m.datanode_status().await.unwrap();
+    assert_eq!(
+        status
+            .iter()
+            .filter(|s| s.full)
+            .map(|s| s.id)
+            .collect::<Vec<_>>(),
+        [3]
+    );
+    for a in m.allocate_blocks(30).await.unwrap() {
+        assert_eq!(a.nodes.len(), 3, "{a:?}");
+        assert!(!a.nodes.contains(&3), "a full node got a copy: {a:?}");
+    }
+    // Four of five full: one node has space, the quorum needs two.
+    for (id, zone) in NODES {
+        let beat = if id == 5 {
+            hb(id, zone)
+        } else {
+            full(id, zone)
+        };
+        m.heartbeat(beat).await.unwrap();
+    }
+    assert!(matches!(
+        m.allocate_blocks(1).await.unwrap_err(),
+        MetaError::StorageFull(_)
+    ));
+    // Space freed: writes come back with the next heartbeats.
+    for (id, zone) in NODES {
+        m.heartbeat(hb(id, zone)).await.unwrap();
+    }
+    assert_eq!(m.allocate_blocks(1).await.unwrap()[0].nodes.len(), 3);
+    m.shutdown().await;
 }

@@ -647,3 +647,37 @@ async fn access_keys_datanodes_allocation_and_status() {
     assert!(s.last_applied.unwrap() > 0);
     m.shutdown().await;
 }
+
+/// Below its free-space reserve (here: a reserve larger than any disk),
+/// meta refuses what adds data with `StorageFull` and keeps serving
+/// reads and deletes, so an operator can make room.
+#[tokio::test]
+async fn a_full_meta_disk_refuses_growth_and_serves_reads_and_deletes() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path()).await;
+    m.create_bucket("bkt", "us-east-1", "AK").await.unwrap();
+    m.put_object(inline("bkt", "a", b"kept")).await.unwrap();
+    m.put_object(inline("bkt", "b", b"deleted")).await.unwrap();
+    m.shutdown().await;
+    drop(m);
+
+    let mut cfg = config(dir.path());
+    cfg.reserve_bytes = u64::MAX;
+    let m = godwit_meta::MetaNode::open(cfg).await.unwrap();
+    let full = |e: MetaError| matches!(e, MetaError::StorageFull(_));
+    assert!(full(
+        m.put_object(inline("bkt", "c", b"x")).await.unwrap_err()
+    ));
+    assert!(full(
+        m.create_bucket("new", "us-east-1", "AK").await.unwrap_err()
+    ));
+    assert!(full(m.allocate_blocks(1).await.unwrap_err()));
+    let a = m.get_object("bkt", "a", None).await.unwrap();
+    assert_eq!(inline_bytes(&a.version), b"kept");
+    m.delete_object("bkt", "b", None).await.unwrap();
+    assert_eq!(
+        m.get_object("bkt", "b", None).await.unwrap_err(),
+        MetaError::NoSuchKey
+    );
+    m.shutdown().await;
+}

@@ -146,6 +146,8 @@ impl LocalRegions {
                 gc_interval_secs: None,
                 io_backend: None,
                 io_deadline_secs: None,
+                reserve_bytes: None,
+                meta_reserve_bytes: None,
             },
             // A short retry backoff: a hiccup must not stretch the figures
             // by a minute-long sleep.

@@ -197,6 +197,7 @@ async fn answer_error(resp: reqwest::Response) -> BlockError {
         400 | 416 => BlockError::BadRequest(text),
         401 | 403 => BlockError::Forbidden(text),
         404 => BlockError::NotFound,
+        507 => BlockError::NoSpace(text),
         502..=504 => BlockError::Unavailable(format!("{status}: {text}")),
         _ => BlockError::Io(format!("{status}: {text}")),
     }

@@ -23,6 +23,7 @@ pub async fn open(dir: &Path, force_threadpool: bool) -> Arc<Datanode> {
         data_dir: dir.to_path_buf(),
         cluster_secret: secret(),
         force_threadpool,
+        reserve_bytes: 0,
     })
     .await
     .expect("datanode opens")

@@ -136,7 +136,10 @@ pub fn response(e: ApiError, site: &ErrorSite<'_>, is_head: bool) -> Response {
         resp.headers_mut()
             .insert("x-oss-ec", HeaderValue::from_static(ec(&e.err)));
     }
-    if let S3Error::InternalError(detail) | S3Error::ServiceUnavailable(detail) = &e.err {
+    if let S3Error::InternalError(detail)
+    | S3Error::ServiceUnavailable(detail)
+    | S3Error::StorageFull(detail) = &e.err
+    {
         tracing::warn!(request_id = %site.request_id, error = %detail, "server-side error");
     }
     resp.headers_mut().extend(e.headers);
