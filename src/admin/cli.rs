@@ -236,6 +236,7 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                     "state",
                     "last seen (s)",
                     "used",
+                    "free",
                     "capacity",
                     "block files",
                     "placed blocks",
@@ -250,6 +251,7 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                             .map(|ms| format!("{:.1}", ms as f64 / 1000.0))
                             .unwrap_or_else(|| "-".into()),
                         human_bytes(n.used_bytes),
+                        human_bytes(n.available_bytes),
                         human_bytes(n.capacity_bytes),
                         n.blocks.to_string(),
                         n.placed_blocks.to_string(),
@@ -510,10 +512,11 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One word for a datanode: its admin state, or up/suspect/down while
-/// active.
+/// One word for a datanode: its admin state, or up/full/suspect/down
+/// while active.
 pub fn datanode_state(n: &DatanodeStatus) -> &'static str {
     match (n.state, n.up) {
+        (DatanodeState::Active, true) if n.full => "full",
         (DatanodeState::Active, true) if n.suspect => "suspect",
         (DatanodeState::Active, true) => "up",
         (DatanodeState::Active, false) => "down",
