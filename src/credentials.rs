@@ -2,8 +2,6 @@
 //! from the environment, else read from the data dir, else generated,
 //! stored (mode 0600) and printed once.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use anyhow::Context;
@@ -20,16 +18,11 @@ pub struct RootCredentials {
     pub secret_access_key: String,
 }
 
+/// Written whole and durably (a power cut must not lose the root key
+/// printed once, nor leave an empty secret), readable by the owner only.
 fn write_private(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    f.write_all(contents)?;
-    f.sync_all()?;
-    Ok(())
+    godwit_common::disk::write_durable(path, contents, 0o600)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// Generates an access key id the shape AWS uses (20 upper-case

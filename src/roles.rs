@@ -122,7 +122,7 @@ pub async fn run_server(cfg: ServerConfig) -> anyhow::Result<()> {
 /// Starts every role in this process and returns once the S3 listener
 /// serves.
 pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
-    std::fs::create_dir_all(&cfg.data_dir)
+    godwit_common::disk::create_dir_durable(&cfg.data_dir)
         .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
     let shutdown = CancellationToken::new();
     let serving = cfg.net.start(&shutdown)?;
@@ -232,7 +232,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
 }
 
 pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&cfg.data_dir)?;
+    godwit_common::disk::create_dir_durable(&cfg.data_dir)?;
     let shutdown = CancellationToken::new();
     listen::cancel_on_signal(shutdown.clone());
     let serving = cfg.net.start(&shutdown)?;
@@ -360,7 +360,7 @@ where
 }
 
 pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&cfg.data_dir)?;
+    godwit_common::disk::create_dir_durable(&cfg.data_dir)?;
     let shutdown = CancellationToken::new();
     listen::cancel_on_signal(shutdown.clone());
     let serving = cfg.net.start(&shutdown)?;

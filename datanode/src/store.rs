@@ -63,7 +63,7 @@ impl Datanode {
     pub async fn open(cfg: DatanodeConfig) -> anyhow::Result<Arc<Datanode>> {
         let layout = Layout::new(&cfg.data_dir);
         let root = layout.root().to_path_buf();
-        blocking(move || std::fs::create_dir_all(&root)).await?;
+        blocking(move || godwit_common::disk::create_dir_durable(&root)).await?;
         let io = crate::io::start(cfg.force_threadpool);
         metrics::set_backend(io.backend());
         Ok(Arc::new(Datanode {
@@ -230,7 +230,7 @@ impl BlockStore for Datanode {
         self.check_space().await?;
         let dir = self.layout.dir(id);
         let d = dir.clone();
-        blocking(move || make_dir_durable(&d)).await?;
+        blocking(move || godwit_common::disk::create_dir_durable(&d)).await?;
         let tmp = dir.join(format!("{id}{TMP_INFIX}{:016x}", rand::random::<u64>()));
         let final_path = self.layout.path(id);
         let mut guard = TempGuard(Some(tmp.clone()));
@@ -364,23 +364,6 @@ pub(crate) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(io::Error::other)?
-}
-
-/// Creates a block folder (and its parent) if missing; a folder created now
-/// only survives a crash once its parent is fsynced.
-fn make_dir_durable(dir: &Path) -> io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    let parent = dir
-        .parent()
-        .ok_or_else(|| io::Error::other("block folder has no parent"))?;
-    make_dir_durable(parent)?;
-    match std::fs::create_dir(dir) {
-        Ok(()) => std::fs::File::open(parent)?.sync_all(),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 /// Deletes the temporary file unless disarmed, on every path out of a PUT:

@@ -110,7 +110,7 @@ pub const SM_CFS: &[&str] = &[
 ];
 
 pub fn open_db(dir: &Path) -> anyhow::Result<Arc<DB>> {
-    std::fs::create_dir_all(dir)?;
+    godwit_common::disk::create_dir_durable(dir)?;
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.create_missing_column_families(true);

@@ -236,7 +236,7 @@ impl SnapshotStore {
     /// interrupted and removes the leftovers of any other operation. Runs
     /// before openraft reads the state machine.
     pub fn open(db: &DB, dir: PathBuf) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&dir)?;
+        godwit_common::disk::create_dir_durable(&dir)?;
         for entry in std::fs::read_dir(&dir)? {
             let entry = entry?;
             let name = entry.file_name();
