@@ -185,7 +185,9 @@ async fn check(s3: &S3, o: &Outcomes, after_cuts: usize) -> usize {
     for (path, want) in &o.acked {
         let r = s3.get(path).await;
         let status = r.status();
-        let got = r.bytes().await.unwrap();
+        let got = r.bytes().await.unwrap_or_else(|e| {
+            panic!("after {after_cuts} power cuts, acknowledged {path} cannot be read whole: {e}")
+        });
         assert_eq!(
             status, 200,
             "after {after_cuts} power cuts, acknowledged {path} is gone"

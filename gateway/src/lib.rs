@@ -180,6 +180,7 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
     let started = Instant::now();
     let request_id = new_request_id();
     let (parts, body) = req.into_parts();
+    let (body, unread) = body::reclaim::wrap(body);
     let is_head = parts.method == Method::HEAD;
     // A client that sent `Expect: 100-continue` and gets its final answer
     // without a 100 (an early error, or an empty body hyper never asked
@@ -284,6 +285,11 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
 
     let status = resp.status();
     if expects_continue && (empty_body || !status.is_success()) {
+        resp.headers_mut()
+            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    } else if !status.is_success() && !unread.drain().await {
+        // (A client that expects 100-continue was never asked for its
+        // body: reading it now would only make it send.)
         resp.headers_mut()
             .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     }

@@ -658,6 +658,13 @@ async fn a_full_meta_disk_refuses_growth_and_serves_reads_and_deletes() {
     m.create_bucket("bkt", "us-east-1", "AK").await.unwrap();
     m.put_object(inline("bkt", "a", b"kept")).await.unwrap();
     m.put_object(inline("bkt", "b", b"deleted")).await.unwrap();
+    let info = DatanodeInfo {
+        id: 1,
+        addr: "127.0.0.1:9001".into(),
+        zone: None,
+    };
+    m.register_datanode(info).await.unwrap();
+    m.allocate_blocks(1).await.unwrap();
     m.shutdown().await;
     drop(m);
 

@@ -8,6 +8,7 @@
 
 pub mod checksum;
 mod chunked;
+pub mod reclaim;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
