@@ -192,6 +192,13 @@ async fn a_full_datanode_answers_507_serves_reads_and_gets_space_back_from_delet
     .await;
     assert_reads(s3, kept).await;
     assert_reads(s3, &[("/full/after".to_string(), data)]).await;
+    // A row for docs/faults.md, as the fault suite prints them.
+    println!(
+        "FAULTS | full disk: datanode (godwit server, tmpfs) | {} acked, 2 refused (507), {} reads | {} | 0 | 0 | n/a | reads 0 s; writes until space was freed | ok |",
+        stored.len() + 2,
+        stored.len() + kept.len() + 1,
+        stored.len() + 2,
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -244,4 +251,9 @@ async fn a_full_meta_disk_answers_507_and_serves_reads_and_deletes() {
     })
     .await;
     assert_reads(s3, &stored).await;
+    // The 3 objects and "after" were acknowledged; one was deleted.
+    let acked = stored.len() + 2;
+    println!(
+        "FAULTS | full disk: meta (godwit server, tmpfs) | {acked} acked, 3 refused (507), 1 delete | {acked} | 0 | 0 | n/a | reads 0 s; writes until space was freed | ok |"
+    );
 }
