@@ -423,9 +423,14 @@ mod tests {
     #[test]
     fn a_request_id_is_applied_once_and_repeats_answer_the_first_reply() {
         let mut sm = Sm::new();
+        // The recorded reply is the first one without its inline bytes.
+        let id = |r: &Result<Reply, MetaError>| match r {
+            Ok(Reply::Version(v)) => (v.version_id.clone(), v.etag.clone(), v.size),
+            other => panic!("{other:?}"),
+        };
         let first = sm.apply(vec![(put("k", "v1"), Some("p1"))], 1_000);
         let again = sm.apply(vec![(put("k", "v2"), Some("p1"))], 2_000);
-        assert_eq!(json(&first[0]), json(&again[0]));
+        assert_eq!(id(&first[0]), id(&again[0]));
         assert!(json(&again[0]).contains("\"v1\""));
         assert_eq!(sm.versions("k"), 1);
 
@@ -434,7 +439,7 @@ mod tests {
             vec![(put("j", "v3"), Some("p2")), (put("j", "v4"), Some("p2"))],
             3_000,
         );
-        assert_eq!(json(&both[0]), json(&both[1]));
+        assert_eq!(id(&both[0]), id(&both[1]));
         assert_eq!(sm.versions("j"), 1);
 
         // A refusal is remembered too: the retry does not see a later state.
