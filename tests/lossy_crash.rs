@@ -31,15 +31,7 @@ const ACKED_PER_ROUND: usize = 24;
 const ROUNDS: usize = 3;
 
 fn body(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    pattern(len, seed.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 #[derive(Default, Clone)]
