@@ -13,12 +13,14 @@ pub mod cluster;
 pub mod disk;
 pub mod error;
 pub mod meta_api;
+pub mod metrics;
 pub mod net;
 pub mod object_read;
 pub mod read_lease;
 pub mod replication;
 pub mod suspects;
 pub mod types;
+pub mod uri;
 
 pub use block_api::{BlockRouter, BlockStore, ByteStream};
 pub use error::{BlockError, MetaError};

@@ -23,13 +23,13 @@ use crate::{BlockError, BlockRouter, ByteStream};
 /// Block reads given up on a replica that missed its I/O deadline (the
 /// read went on at the next replica, or failed when none was left).
 pub static READS_ABANDONED: LazyLock<prometheus::IntCounter> = LazyLock::new(|| {
-    let c = prometheus::IntCounter::new(
-        "godwit_block_reads_abandoned_total",
-        "Block reads abandoned on a replica that missed its I/O deadline",
+    crate::metrics::register(
+        prometheus::IntCounter::new(
+            "godwit_block_reads_abandoned_total",
+            "Block reads abandoned on a replica that missed its I/O deadline",
+        )
+        .expect("valid metric"),
     )
-    .expect("valid metric");
-    let _ = prometheus::default_registry().register(Box::new(c.clone()));
-    c
 });
 
 /// One block's share of a read.

@@ -8,12 +8,7 @@ use prometheus::{IntCounter, IntGaugeVec, Opts};
 
 use crate::io::Backend;
 
-fn register<C: prometheus::core::Collector + Clone + 'static>(c: C) -> C {
-    // A second registration of the same name (another copy of this static
-    // cannot exist, but a test harness might register its own) is harmless.
-    let _ = prometheus::default_registry().register(Box::new(c.clone()));
-    c
-}
+use godwit_common::metrics::register;
 
 /// 1 for the I/O backend in use, 0 for the other.
 pub static IO_BACKEND: LazyLock<IntGaugeVec> = LazyLock::new(|| {

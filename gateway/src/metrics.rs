@@ -15,13 +15,7 @@ pub struct S3Metrics {
     pub panics: IntCounter,
 }
 
-fn register<C: prometheus::core::Collector + Clone + 'static>(c: C) -> C {
-    // Another copy of this library (or a test) may have registered the
-    // same name already: the metric still works, it is just not exported
-    // twice.
-    let _ = prometheus::default_registry().register(Box::new(c.clone()));
-    c
-}
+use godwit_common::metrics::register;
 
 pub fn s3() -> &'static S3Metrics {
     static METRICS: OnceLock<S3Metrics> = OnceLock::new();

@@ -8,6 +8,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use godwit_common::metrics::register;
 use prometheus::{IntCounter, IntGauge};
 
 type RaftMetrics = openraft::RaftMetrics<u64, openraft::BasicNode>;
@@ -31,16 +32,11 @@ pub struct Metrics {
 }
 
 fn gauge(name: &str, help: &str) -> IntGauge {
-    let g = IntGauge::new(name, help).expect("valid metric name");
-    // Already registered (two registries in one process) is harmless.
-    let _ = prometheus::default_registry().register(Box::new(g.clone()));
-    g
+    register(IntGauge::new(name, help).expect("valid metric name"))
 }
 
 fn counter(name: &str, help: &str) -> IntCounter {
-    let c = IntCounter::new(name, help).expect("valid metric name");
-    let _ = prometheus::default_registry().register(Box::new(c.clone()));
-    c
+    register(IntCounter::new(name, help).expect("valid metric name"))
 }
 
 pub fn get() -> &'static Metrics {

@@ -52,10 +52,7 @@ const REPAIR_CONCURRENCY: usize = 4;
 /// Bad-copy reports checked per round.
 const MAX_SUSPECTS_PER_ROUND: usize = 256;
 
-fn register<C: prometheus::core::Collector + Clone + 'static>(c: C) -> C {
-    let _ = prometheus::default_registry().register(Box::new(c.clone()));
-    c
-}
+use godwit_common::metrics::register;
 
 /// Blocks with fewer healthy copies than they should have (the leader's
 /// count; 0 on followers).

@@ -22,6 +22,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use godwit_common::metrics::register;
 use godwit_common::replication::RuleStats;
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts};
 use tokio_util::sync::CancellationToken;
@@ -55,9 +56,9 @@ pub(crate) struct Metrics {
 static METRICS: OnceLock<Metrics> = OnceLock::new();
 
 pub(crate) fn get() -> &'static Metrics {
-    METRICS.get_or_init(|| {
-        let m = Metrics {
-            latency: HistogramVec::new(
+    METRICS.get_or_init(|| Metrics {
+        latency: register(
+            HistogramVec::new(
                 HistogramOpts::new(
                     "godwit_replication_latency_seconds",
                     "Replication latency: source commit to destination acknowledgement",
@@ -66,75 +67,57 @@ pub(crate) fn get() -> &'static Metrics {
                 &RULE_LABELS,
             )
             .expect("valid histogram"),
-            skipped: counter(
-                "godwit_replication_skipped_total",
-                "Tasks not sent because the destination already had the object",
-                &["reason"],
-            ),
-            sent_bytes: counter(
-                "godwit_replication_sent_bytes_total",
-                "Object bytes sent to destinations",
-                &["destination", "lane"],
-            ),
-            outcomes: counter(
-                "godwit_replication_task_outcomes_total",
-                "Replication task outcomes reported by this worker",
-                &["lane", "outcome"],
-            ),
-            pending_operations: gauge(
-                "godwit_replication_pending_operations",
-                "Operations pending replication (AWS OperationsPendingReplication)",
-            ),
-            pending_bytes: gauge(
-                "godwit_replication_pending_bytes",
-                "Bytes pending replication (AWS BytesPendingReplication)",
-            ),
-            oldest_pending_age: gauge(
-                "godwit_replication_oldest_pending_age_seconds",
-                "Age of the oldest pending replication task",
-            ),
-            backfill_progress: gauge(
-                "godwit_replication_backfill_progress_ratio",
-                "Existing-object replication: fraction of keys scanned",
-            ),
-            failed_operations: counter(
-                "godwit_replication_failed_operations_total",
-                "Operations that failed replication (AWS OperationsFailedReplication)",
-                &RULE_LABELS,
-            ),
-            rtc_threshold_missed: counter(
-                "godwit_replication_rtc_threshold_missed_total",
-                "RTC operations acknowledged after the rule's threshold",
-                &RULE_LABELS,
-            ),
-        };
-        let collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
-            Box::new(m.latency.clone()),
-            Box::new(m.skipped.clone()),
-            Box::new(m.sent_bytes.clone()),
-            Box::new(m.outcomes.clone()),
-            Box::new(m.pending_operations.clone()),
-            Box::new(m.pending_bytes.clone()),
-            Box::new(m.oldest_pending_age.clone()),
-            Box::new(m.backfill_progress.clone()),
-            Box::new(m.failed_operations.clone()),
-            Box::new(m.rtc_threshold_missed.clone()),
-        ];
-        for c in collectors {
-            if let Err(e) = prometheus::register(c) {
-                tracing::warn!(error = %e, "a replication metric could not be registered");
-            }
-        }
-        m
+        ),
+        skipped: counter(
+            "godwit_replication_skipped_total",
+            "Tasks not sent because the destination already had the object",
+            &["reason"],
+        ),
+        sent_bytes: counter(
+            "godwit_replication_sent_bytes_total",
+            "Object bytes sent to destinations",
+            &["destination", "lane"],
+        ),
+        outcomes: counter(
+            "godwit_replication_task_outcomes_total",
+            "Replication task outcomes reported by this worker",
+            &["lane", "outcome"],
+        ),
+        pending_operations: gauge(
+            "godwit_replication_pending_operations",
+            "Operations pending replication (AWS OperationsPendingReplication)",
+        ),
+        pending_bytes: gauge(
+            "godwit_replication_pending_bytes",
+            "Bytes pending replication (AWS BytesPendingReplication)",
+        ),
+        oldest_pending_age: gauge(
+            "godwit_replication_oldest_pending_age_seconds",
+            "Age of the oldest pending replication task",
+        ),
+        backfill_progress: gauge(
+            "godwit_replication_backfill_progress_ratio",
+            "Existing-object replication: fraction of keys scanned",
+        ),
+        failed_operations: counter(
+            "godwit_replication_failed_operations_total",
+            "Operations that failed replication (AWS OperationsFailedReplication)",
+            &RULE_LABELS,
+        ),
+        rtc_threshold_missed: counter(
+            "godwit_replication_rtc_threshold_missed_total",
+            "RTC operations acknowledged after the rule's threshold",
+            &RULE_LABELS,
+        ),
     })
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
-    IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter")
+    register(IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter"))
 }
 
 fn gauge(name: &str, help: &str) -> prometheus::GaugeVec {
-    prometheus::GaugeVec::new(Opts::new(name, help), &RULE_LABELS).expect("valid gauge")
+    register(prometheus::GaugeVec::new(Opts::new(name, help), &RULE_LABELS).expect("valid gauge"))
 }
 
 type RuleKey = [String; 4];

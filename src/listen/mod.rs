@@ -315,13 +315,13 @@ fn metrics_refused() {
     static REFUSED: std::sync::OnceLock<prometheus::IntCounter> = std::sync::OnceLock::new();
     REFUSED
         .get_or_init(|| {
-            let c = prometheus::IntCounter::new(
-                "godwit_connections_refused_total",
-                "Connections answered 503 SlowDown because a listener was at its connection cap",
+            godwit_common::metrics::register(
+                prometheus::IntCounter::new(
+                    "godwit_connections_refused_total",
+                    "Connections answered 503 SlowDown because a listener was at its connection cap",
+                )
+                .expect("metric"),
             )
-            .expect("metric");
-            let _ = prometheus::default_registry().register(Box::new(c.clone()));
-            c
         })
         .inc();
 }
