@@ -540,5 +540,5 @@ fn human_bytes(n: u64) -> String {
 }
 
 fn percent_encode(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+    godwit_common::uri::uri_encode(s, true)
 }

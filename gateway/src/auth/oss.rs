@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 
 use base64::Engine;
-use percent_encoding::{percent_decode_str, AsciiSet};
+use percent_encoding::percent_decode_str;
 use time::OffsetDateTime;
 
 use super::presign::MAX_EXPIRES_SECS;
@@ -26,7 +26,7 @@ use super::sigv4::{self, Credential};
 use super::{
     derive_signing_key, expired, format_amz_date, hmac_sha256, parse_amz_date, parse_http_date,
     parse_query, query_value, sha256_hex, signatures_match, uri_encode, within_skew, AuthOutcome,
-    AuthScheme, PayloadCheck, QueryParam, SecretLookup, SignedHeaders, MAX_CLOCK_SKEW, URI_ENCODE,
+    AuthScheme, PayloadCheck, QueryParam, SecretLookup, SignedHeaders, MAX_CLOCK_SKEW,
 };
 use crate::error::S3Error;
 use crate::s3::router::is_operation_param;
@@ -38,11 +38,6 @@ const V4_SERVICE: &str = "oss";
 const V4_TERMINATOR: &str = "aliyun_v4_request";
 const V4_SECRET_PREFIX: &str = "aliyun_v4";
 const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
-
-/// V4's URI encoding of `/bucket/key`: AWS `UriEncode` keeping `/`
-/// (oss2 `__v4_uri_encode(.., ignoreSlashes=True)`, v2 SDK
-/// `quote(uri, safe='/')`).
-const V4_PATH_ENCODE: &AsciiSet = &URI_ENCODE.remove(b'/');
 
 /// oss2 2.19.1 `ProviderAuth._subresource_key_set` (oss2/auth.py), sorted.
 #[rustfmt::skip]
@@ -375,8 +370,11 @@ impl V4Request<'_> {
         let mut creq = Vec::with_capacity(512);
         creq.extend_from_slice(self.parts.method.as_str().as_bytes());
         creq.push(b'\n');
+        // `/bucket/key` in AWS `UriEncode` keeping `/` (oss2
+        // `__v4_uri_encode(.., ignoreSlashes=True)`, v2 SDK
+        // `quote(uri, safe='/')`).
         creq.extend(
-            percent_encoding::percent_encode(self.resource, V4_PATH_ENCODE)
+            percent_encoding::percent_encode(self.resource, godwit_common::uri::URI_ENCODE_PATH)
                 .flat_map(|s| s.as_bytes().iter().copied()),
         );
         creq.push(b'\n');

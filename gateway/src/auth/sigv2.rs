@@ -492,7 +492,8 @@ mod tests {
         let keys = Keys::one("AK", "s3cr3t");
         let sts = "GET\n\n\n1764476207\n/bkt/k?acl";
         let sig = signature("s3cr3t", sts);
-        let enc = percent_encoding::utf8_percent_encode(&sig, super::super::URI_ENCODE).to_string();
+        let enc =
+            percent_encoding::utf8_percent_encode(&sig, godwit_common::uri::URI_ENCODE).to_string();
         let uri = format!("/bkt/k?acl&AWSAccessKeyId=AK&Signature={enc}&Expires=1764476207");
         let p = parts(http::Request::get(uri).body(()).unwrap());
         authenticate(&p, &keys, at(1_764_472_607)).await.unwrap();
@@ -534,8 +535,8 @@ mod tests {
             ("/bkt", "/bkt/", ""),
         ] {
             let sig = signature("s3cr3t", &format!("GET\n\n\n1764476207\n{signed}"));
-            let enc =
-                percent_encoding::utf8_percent_encode(&sig, super::super::URI_ENCODE).to_string();
+            let enc = percent_encoding::utf8_percent_encode(&sig, godwit_common::uri::URI_ENCODE)
+                .to_string();
             let uri = format!("{sent}?{query}AWSAccessKeyId=AK&Signature={enc}&Expires=1764476207");
             let p = parts(http::Request::get(uri.as_str()).body(()).unwrap());
             authenticate(&p, &keys, now)
@@ -544,7 +545,8 @@ mod tests {
         }
         // An object's path gets no slash twin.
         let sig = signature("s3cr3t", "GET\n\n\n1764476207\n/bkt/k/");
-        let enc = percent_encoding::utf8_percent_encode(&sig, super::super::URI_ENCODE).to_string();
+        let enc =
+            percent_encoding::utf8_percent_encode(&sig, godwit_common::uri::URI_ENCODE).to_string();
         let uri = format!("/bkt/k?AWSAccessKeyId=AK&Signature={enc}&Expires=1764476207");
         let p = parts(http::Request::get(uri.as_str()).body(()).unwrap());
         let err = authenticate(&p, &keys, now).await.unwrap_err();

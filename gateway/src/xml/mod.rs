@@ -123,13 +123,7 @@ pub fn unquote_etag(etag: &str) -> &str {
 /// byte except unreserved characters and `/` is percent-encoded (so that
 /// botocore's `unquote_plus` restores `+` and spaces exactly).
 pub fn url_encode(s: &str) -> String {
-    const SET: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'_')
-        .remove(b'.')
-        .remove(b'~')
-        .remove(b'/');
-    percent_encoding::utf8_percent_encode(s, SET).to_string()
+    godwit_common::uri::uri_encode(s, false)
 }
 
 #[cfg(test)]
