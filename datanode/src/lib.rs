@@ -13,12 +13,14 @@
 //! - `io`: the io_uring thread and the thread-pool fallback.
 //! - `store`: `Datanode`, PUT/GET/DELETE of blocks.
 //! - `gc`: removal of unreferenced blocks and stale temporary files.
-//! - `scrub`: the heartbeat to meta and the background scrubber.
+//! - `heartbeat`: liveness, capacity and usage reported to meta.
+//! - `scrub`: the background scrubber.
 //! - `http`: the axum router.
 //! - `metrics`: Prometheus gauges and counters.
 
 pub mod format;
 mod gc;
+mod heartbeat;
 mod http;
 mod io;
 pub mod metrics;

@@ -1,12 +1,10 @@
-//! Background upkeep that talks to meta: the heartbeat (liveness, zone,
-//! capacity and usage) and the scrubber, which re-reads every block at a
-//! bounded rate, verifying each chunk's CRC32C exactly as a client read
+//! The scrubber: it re-reads every block at a bounded rate, verifying each chunk's CRC32C exactly as a client read
 //! does, and reports corrupt or truncated copies to meta
 //! (`report_bad_replica`). Meta checks the copy again, drops it from the
 //! block's placement and its repair loop writes a good copy (possibly back
 //! onto this node, replacing the bad file).
 //!
-//! Both tasks stop on the shutdown token.
+//! It stops on the shutdown token.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use godwit_common::block_token::{self, BlockOp};
-use godwit_common::types::DatanodeHeartbeat;
 use godwit_common::{BlockError, MetaApi};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -22,10 +19,6 @@ use tokio_util::sync::CancellationToken;
 use crate::format::check_id;
 use crate::metrics;
 use crate::store::{blocking, Datanode};
-
-/// Usage is recounted (a walk of the block folders) every this many
-/// heartbeats.
-const USAGE_EVERY: u32 = 6;
 
 /// Scrubber settings (`godwit datanode --scrub-interval-secs`, ...).
 #[derive(Clone, Debug)]
@@ -37,7 +30,10 @@ pub struct ScrubConfig {
 }
 
 /// Calls `f(id, entry)` for every block file under `root` (`xx/yy/<id>`).
-fn each_block(root: &Path, mut f: impl FnMut(&str, &std::fs::DirEntry)) -> std::io::Result<()> {
+pub(crate) fn each_block(
+    root: &Path,
+    mut f: impl FnMut(&str, &std::fs::DirEntry),
+) -> std::io::Result<()> {
     let read_dir = |p: &Path| -> std::io::Result<Vec<std::fs::DirEntry>> {
         match std::fs::read_dir(p) {
             Ok(rd) => rd.collect(),
@@ -57,11 +53,6 @@ fn each_block(root: &Path, mut f: impl FnMut(&str, &std::fs::DirEntry)) -> std::
         }
     }
     Ok(())
-}
-
-/// Size of the file system holding `path`.
-fn capacity_of(path: &Path) -> u64 {
-    godwit_common::disk::space(path).map_or(0, |s| s.total)
 }
 
 impl Datanode {
@@ -143,58 +134,6 @@ impl Datanode {
                 dn.scrub_once(meta.as_ref(), cfg.bytes_per_sec)
                     .await
                     .map(drop)
-            }
-        })
-    }
-
-    /// Reports to meta every `interval`: address, zone, capacity, usage.
-    pub fn spawn_heartbeat(
-        self: &Arc<Self>,
-        meta: Arc<dyn MetaApi>,
-        addr: String,
-        zone: Option<String>,
-        interval: Duration,
-        shutdown: CancellationToken,
-    ) -> JoinHandle<()> {
-        let dn = self.clone();
-        tokio::spawn(async move {
-            let mut beat = 0u32;
-            let (mut used, mut count, mut capacity) = (0u64, 0u64, 0u64);
-            loop {
-                if beat.is_multiple_of(USAGE_EVERY) {
-                    let root = dn.layout().root().to_path_buf();
-                    if let Ok((u, c, cap)) = blocking(move || {
-                        let (mut used, mut count) = (0u64, 0u64);
-                        each_block(&root, |_, e| {
-                            used += e.metadata().map(|m| m.len()).unwrap_or(0);
-                            count += 1;
-                        })?;
-                        Ok((used, count, capacity_of(&root)))
-                    })
-                    .await
-                    {
-                        (used, count, capacity) = (u, c, cap);
-                    }
-                }
-                beat = beat.wrapping_add(1);
-                let available = dn.available_bytes().await;
-                let hb = DatanodeHeartbeat {
-                    id: dn.node_id(),
-                    addr: addr.clone(),
-                    zone: zone.clone(),
-                    capacity_bytes: capacity,
-                    used_bytes: used,
-                    blocks: count,
-                    available_bytes: available.unwrap_or(0),
-                    full: dn.is_full(available),
-                };
-                if let Err(e) = meta.heartbeat(hb).await {
-                    tracing::warn!(node = dn.node_id(), error = %e, "heartbeat to meta failed");
-                }
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(interval) => {}
-                }
             }
         })
     }
