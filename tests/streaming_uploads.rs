@@ -283,7 +283,7 @@ fn aws_chunked_body(
 }
 
 fn crc32_b64(data: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(crc32fast::hash(data).to_be_bytes())
+    base64::engine::general_purpose::STANDARD.encode(crc_fast::crc32_iso_hdlc(data).to_be_bytes())
 }
 
 // ------------------------------------------------------------ requests

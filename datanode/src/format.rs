@@ -115,7 +115,7 @@ pub mod v1 {
             b[12..16].copy_from_slice(&self.chunk_size.to_le_bytes());
             b[16..24].copy_from_slice(&self.data_len.to_le_bytes());
             b[24..28].copy_from_slice(&self.crc32c.to_le_bytes());
-            let hcrc = crc32c::crc32c(&b[0..28]);
+            let hcrc = crc_fast::crc32_iscsi(&b[0..28]);
             b[28..32].copy_from_slice(&hcrc.to_le_bytes());
             b
         }
@@ -129,7 +129,7 @@ pub mod v1 {
                 return Err(corrupt("bad magic"));
             }
             let hcrc = u32::from_le_bytes(b[28..32].try_into().unwrap());
-            if crc32c::crc32c(&b[0..28]) != hcrc {
+            if crc_fast::crc32_iscsi(&b[0..28]) != hcrc {
                 return Err(corrupt("header checksum mismatch"));
             }
             let version = u16::from_le_bytes(b[8..10].try_into().unwrap());

@@ -179,7 +179,7 @@ fn real_headers() -> Vec<Vec<u8>> {
             v1::Header {
                 chunk_size: CHUNK_SIZE,
                 data_len,
-                crc32c: crc32c::crc32c(&data(data_len.min(1024) as usize, data_len)),
+                crc32c: crc_fast::crc32_iscsi(&data(data_len.min(1024) as usize, data_len)),
             }
             .encode()
             .to_vec()

@@ -72,14 +72,14 @@ impl Payload {
     /// Computes the body's CRC32C and CRC-64/XZ once, for runs that send
     /// or check them.
     pub fn with_crcs(mut self) -> Payload {
-        let mut crc32c = 0u32;
+        let mut crc32c = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
         let mut crc64 = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc64Xz);
         for chunk in self.chunks() {
-            crc32c = crc32c::crc32c_append(crc32c, &chunk);
+            crc32c.update(&chunk);
             crc64.update(&chunk);
         }
         self.crcs = Some(Crcs {
-            crc32c,
+            crc32c: crc32c.finalize() as u32,
             crc64xz: crc64.finalize(),
         });
         self

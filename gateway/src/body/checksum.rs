@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use crc_fast::{CrcAlgorithm, Digest as CrcDigest};
 use godwit_common::types::Checksums;
 use http::HeaderMap;
 use md5::Md5;
@@ -217,9 +218,8 @@ pub fn expected_from_headers(headers: &HeaderMap) -> Result<Expected, S3Error> {
 }
 
 enum One {
-    Crc32(crc32fast::Hasher),
-    Crc32c(u32),
-    Crc64Nvme(crc64fast_nvme::Digest),
+    /// CRC32, CRC32C or CRC64NVME.
+    Crc(CrcDigest),
     Sha1(Sha1),
     Sha256(Sha256),
 }
@@ -231,19 +231,19 @@ enum One {
 /// other) are computed for every body.
 pub struct Hasher {
     md5: Md5,
-    crc64xz: crc_fast::Digest,
+    crc64xz: CrcDigest,
     others: Vec<(Algo, One)>,
 }
 
 /// The CRC-64/XZ of `data` (OSS's CRC-64/ECMA).
 pub fn crc64xz(data: &[u8]) -> u64 {
-    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc64Xz, data)
+    crc_fast::checksum(CrcAlgorithm::Crc64Xz, data)
 }
 
 /// The CRC-64/XZ of `a || b` from the CRCs of `a` and `b` and the length
 /// of `b`: how a multipart object's CRC is built from its parts'.
 pub fn crc64xz_combine(crc_a: u64, crc_b: u64, len_b: u64) -> u64 {
-    crc_fast::checksum_combine(crc_fast::CrcAlgorithm::Crc64Xz, crc_a, crc_b, len_b)
+    crc_fast::checksum_combine(CrcAlgorithm::Crc64Xz, crc_a, crc_b, len_b)
 }
 
 pub struct Digests {
@@ -267,9 +267,9 @@ impl Hasher {
                 continue;
             }
             let one = match algo {
-                Algo::Crc32 => One::Crc32(crc32fast::Hasher::new()),
-                Algo::Crc32c => One::Crc32c(0),
-                Algo::Crc64Nvme => One::Crc64Nvme(crc64fast_nvme::Digest::new()),
+                Algo::Crc32 => One::Crc(CrcDigest::new(CrcAlgorithm::Crc32IsoHdlc)),
+                Algo::Crc32c => One::Crc(CrcDigest::new(CrcAlgorithm::Crc32Iscsi)),
+                Algo::Crc64Nvme => One::Crc(CrcDigest::new(CrcAlgorithm::Crc64Nvme)),
                 Algo::Sha1 => One::Sha1(Sha1::new()),
                 Algo::Sha256 => One::Sha256(Sha256::new()),
             };
@@ -277,7 +277,7 @@ impl Hasher {
         }
         Hasher {
             md5: Md5::new(),
-            crc64xz: crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc64Xz),
+            crc64xz: CrcDigest::new(CrcAlgorithm::Crc64Xz),
             others,
         }
     }
@@ -287,9 +287,7 @@ impl Hasher {
         self.crc64xz.update(data);
         for (_, one) in &mut self.others {
             match one {
-                One::Crc32(h) => h.update(data),
-                One::Crc32c(crc) => *crc = crc32c::crc32c_append(*crc, data),
-                One::Crc64Nvme(h) => h.write(data),
+                One::Crc(h) => h.update(data),
                 One::Sha1(h) => h.update(data),
                 One::Sha256(h) => h.update(data),
             }
@@ -303,9 +301,8 @@ impl Hasher {
         };
         for (algo, one) in self.others {
             let raw: Vec<u8> = match one {
-                One::Crc32(h) => h.finalize().to_be_bytes().to_vec(),
-                One::Crc32c(crc) => crc.to_be_bytes().to_vec(),
-                One::Crc64Nvme(h) => h.sum64().to_be_bytes().to_vec(),
+                One::Crc(h) if algo == Algo::Crc64Nvme => h.finalize().to_be_bytes().to_vec(),
+                One::Crc(h) => (h.finalize() as u32).to_be_bytes().to_vec(),
                 One::Sha1(h) => h.finalize().to_vec(),
                 One::Sha256(h) => h.finalize().to_vec(),
             };

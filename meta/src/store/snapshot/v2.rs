@@ -42,16 +42,16 @@ fn sst_options() -> Options {
 fn copy_crc(from: &mut impl Read, to: &mut impl Write, len: u64) -> anyhow::Result<u32> {
     let mut buf = vec![0u8; COPY_BUF];
     let mut left = len;
-    let mut crc = 0u32;
+    let mut crc = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
     while left > 0 {
         let want = left.min(buf.len() as u64) as usize;
         let n = from.read(&mut buf[..want])?;
         anyhow::ensure!(n > 0, "snapshot section cut short ({left} bytes missing)");
-        crc = crc32c::crc32c_append(crc, &buf[..n]);
+        crc.update(&buf[..n]);
         to.write_all(&buf[..n])?;
         left -= n as u64;
     }
-    Ok(crc)
+    Ok(crc.finalize() as u32)
 }
 
 /// Writes the sections of `ck` (an opened checkpoint) to `out`, after the
