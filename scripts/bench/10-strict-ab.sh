@@ -17,6 +17,9 @@
 # the object size and NAME (default strict) the prefix of the result files,
 # e.g. figure 11 (block intents):
 #   SIZE=1MiB OBJECTS=200 NAME=intents-1mib BASE=... NEW=... scripts/bench/10-strict-ab.sh
+# SERVER_ARGS adds flags to both servers, e.g. data dirs on tmpfs need
+# overwritten blocks collected quickly or memory fills:
+#   DATA_ROOT=/dev/shm/ab SERVER_ARGS="--gc-grace-secs 5 --gc-interval-secs 5" ...
 DUR=${DUR:-10s}
 SIZE=${SIZE:-4KiB}
 NAME=${NAME:-strict}
@@ -50,7 +53,7 @@ start() {
   rm -rf "$DATA_ROOT/$b"
   mkdir -p "$DATA_ROOT/$b"
   "$bin" server --data-dir "$DATA_ROOT/$b" --s3-listen "${S3[$b]}" \
-    --admin-listen "${ADMIN[$b]}" >"$OUT/server-$b.log" 2>&1 &
+    --admin-listen "${ADMIN[$b]}" ${SERVER_ARGS:-} >"$OUT/server-$b.log" 2>&1 &
   PID[$b]=$!
   wait_healthy "${ADMIN[$b]}" "${PID[$b]}" "$OUT/server-$b.log" || return 1
   log "$b: $bin server pid ${PID[$b]} on ${S3[$b]}"
