@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: Rust unit and integration tests (which start real
-# servers), then the aws-cli/boto3 suite in its own venv.
+# Runs every test: no unused dependency (cargo-machete), Rust unit and
+# integration tests (which start real servers), then the aws-cli/boto3
+# suite in its own venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/ensure-deps.sh
@@ -10,6 +11,8 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/godwit-target}"
 # C++ again. Tests run in the release profile so that the binary they
 # build (target/release/godwit, used by pytest) is also the one the
 # container image holds: RocksDB is compiled once per CI run.
+echo "== unused dependencies"
+./scripts/unused-deps.sh
 echo "== cargo test"
 cargo test --release --workspace -- --test-threads=2
 echo "== pytest (aws-cli, boto3)"
