@@ -14,4 +14,4 @@ if [ ! -x "$MACHETE" ]; then
         --root "$TOOLS_ROOT" cargo-machete@0.9.2 >&2
 fi
 # --with-metadata: real library names from cargo metadata (md-5 is `md5`).
-"$MACHETE" machete --with-metadata . fuzz
+"$MACHETE" --with-metadata . fuzz
