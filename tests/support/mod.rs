@@ -247,8 +247,25 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(name: &str, args: &[&str], envs: &[(&str, &str)], log_dir: &Path) -> Proc {
+        Proc::spawn_bin(
+            Path::new(env!("CARGO_BIN_EXE_godwit")),
+            name,
+            args,
+            envs,
+            log_dir,
+        )
+    }
+
+    /// As `spawn`, running the `godwit` binary at `bin` (another build).
+    pub fn spawn_bin(
+        bin: &Path,
+        name: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        log_dir: &Path,
+    ) -> Proc {
         let log = std::fs::File::create(log_dir.join(format!("{name}.log"))).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_godwit"));
+        let mut cmd = Command::new(bin);
         cmd.args(args)
             .stdout(log.try_clone().unwrap())
             .stderr(log)
