@@ -29,12 +29,7 @@ use crate::routing::{LocalRouter, NetworkRouter};
 /// The datanode id of the all-in-one server's single datanode.
 const LOCAL_DATANODE_ID: u64 = 1;
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use godwit_common::clock::now_ms;
 
 /// Makes the configured root key the stored root key (replacing a root key
 /// whose secret changed).

@@ -9,6 +9,7 @@
 
 pub mod block_api;
 pub mod block_token;
+pub mod clock;
 pub mod cluster;
 pub mod disk;
 pub mod error;

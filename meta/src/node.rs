@@ -462,12 +462,7 @@ fn read_error(e: RaftError<u64, CheckIsLeaderError<u64, BasicNode>>) -> MetaErro
     }
 }
 
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub(crate) use godwit_common::clock::now_ms;
 
 /// 32 lowercase hex chars of randomness: version ids, block ids.
 pub(crate) fn random_id() -> String {

@@ -604,12 +604,7 @@ async fn acks_drive_the_version_to_completed_or_failed() {
     m.shutdown().await;
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
+use godwit_common::clock::now_ms;
 
 #[tokio::test]
 async fn stats_show_pending_completed_and_rtc_misses_per_rule_and_lane() {

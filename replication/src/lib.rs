@@ -190,13 +190,7 @@ impl Replicator {
     }
 }
 
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub(crate) use godwit_common::clock::now_ms;
 
 #[cfg(test)]
 mod worker_tests;

@@ -30,9 +30,7 @@ use crate::xml::responses::*;
 use crate::xml::{iso8601_ms, quote_etag, render, unquote_etag, url_encode};
 use crate::MAX_PUT_SIZE;
 
-pub fn now_ms() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp_nanos() as i64 / 1_000_000
-}
+pub use godwit_common::clock::now_ms;
 
 /// `x-amz-checksum-algorithm` of CreateMultipartUpload.
 fn upload_algorithm(ctx: &Ctx) -> Result<Option<Algo>, S3Error> {

@@ -162,12 +162,7 @@ fn rule_of(req: OssRuleRequest, remote: &str, now_ms: i64) -> ReplicationRule {
     }
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use godwit_common::clock::now_ms;
 
 /// `POST /?replication&comp=add`.
 pub async fn put_bucket_replication(ctx: &Ctx, body: Body) -> ApiResult {

@@ -267,8 +267,13 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
             store.build(&db, |ck| {
                 let (last, membership) = read_applied(|k| ck.get_cf(cf(ck, CF_SM_META), k))?;
                 let snapshot_id = match &last {
-                    Some(l) => format!("{}-{}-{}", l.leader_id.term, l.index, now_ms()),
-                    None => format!("none-{}", now_ms()),
+                    Some(l) => format!(
+                        "{}-{}-{}",
+                        l.leader_id.term,
+                        l.index,
+                        godwit_common::clock::now_ms()
+                    ),
+                    None => format!("none-{}", godwit_common::clock::now_ms()),
                 };
                 Ok(SnapshotMeta {
                     last_log_id: last,
@@ -286,13 +291,6 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
             snapshot: Box::new(File::from_std(f)),
         })
     }
-}
-
-fn now_ms() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0)
 }
 
 #[cfg(test)]
