@@ -11,9 +11,8 @@
 //! gateway's admin listener, a meta node's) is found within `UNKNOWN_TTL`,
 //! which is the bound across processes.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use godwit_common::{MetaApi, MetaError};
@@ -26,13 +25,15 @@ pub const SECRET_TTL: Duration = Duration::from_secs(5);
 /// How long an unknown key id is answered InvalidAccessKeyId without
 /// asking meta again.
 pub const UNKNOWN_TTL: Duration = Duration::from_secs(2);
+/// Secrets kept at most (the least used go first).
+pub const KNOWN_CAPACITY: u64 = 100_000;
 /// Unknown key ids remembered at most (the oldest go first).
 pub const UNKNOWN_CAPACITY: u64 = 100_000;
 
 pub struct SecretCache {
     meta: Arc<dyn MetaApi>,
-    ttl: Duration,
-    entries: Mutex<HashMap<String, (String, Instant)>>,
+    /// Secrets by access key id.
+    entries: moka::sync::Cache<String, String>,
     unknown: moka::sync::Cache<String, ()>,
 }
 
@@ -40,8 +41,10 @@ impl SecretCache {
     pub fn new(meta: Arc<dyn MetaApi>, ttl: Duration) -> Self {
         SecretCache {
             meta,
-            ttl,
-            entries: Mutex::new(HashMap::new()),
+            entries: moka::sync::Cache::builder()
+                .max_capacity(KNOWN_CAPACITY)
+                .time_to_live(ttl)
+                .build(),
             unknown: moka::sync::Cache::builder()
                 .max_capacity(UNKNOWN_CAPACITY)
                 .time_to_live(UNKNOWN_TTL)
@@ -53,20 +56,12 @@ impl SecretCache {
     pub fn forget_unknown(&self, access_key_id: &str) {
         self.unknown.invalidate(access_key_id);
     }
-
-    fn cached(&self, id: &str) -> Option<String> {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries
-            .get(id)
-            .filter(|(_, at)| at.elapsed() < self.ttl)
-            .map(|(s, _)| s.clone())
-    }
 }
 
 #[async_trait]
 impl SecretLookup for SecretCache {
     async fn secret(&self, access_key_id: &str) -> Result<String, S3Error> {
-        if let Some(secret) = self.cached(access_key_id) {
+        if let Some(secret) = self.entries.get(access_key_id) {
             return Ok(secret);
         }
         if self.unknown.contains_key(access_key_id) {
@@ -80,14 +75,8 @@ impl SecretLookup for SecretCache {
             }
             Err(other) => return Err(S3Error::from(other)),
         };
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if entries.len() > 10_000 {
-            entries.retain(|_, (_, at)| at.elapsed() < self.ttl);
-        }
-        entries.insert(
-            access_key_id.to_string(),
-            (key.secret_access_key.clone(), Instant::now()),
-        );
+        self.entries
+            .insert(access_key_id.to_string(), key.secret_access_key.clone());
         Ok(key.secret_access_key)
     }
 }

@@ -19,9 +19,8 @@
 //! within `BUCKET_TTL`. Failed look-ups are not cached: a bucket created a
 //! moment ago must be found.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use godwit_common::types::{BucketInfo, VersioningState};
 use godwit_common::{MetaApi, MetaError};
@@ -29,51 +28,38 @@ use godwit_common::{MetaApi, MetaError};
 /// How long a bucket record is trusted without asking meta again.
 pub const BUCKET_TTL: Duration = Duration::from_secs(5);
 
-/// Past this many entries, expired ones are swept on insert.
-const SWEEP_ABOVE: usize = 10_000;
+/// Bucket records kept at most (the least used go first).
+const CAPACITY: u64 = 10_000;
 
 pub struct BucketCache {
     meta: Arc<dyn MetaApi>,
-    ttl: Duration,
-    entries: Mutex<HashMap<String, (BucketInfo, Instant)>>,
+    entries: moka::sync::Cache<String, BucketInfo>,
 }
 
 impl BucketCache {
     pub fn new(meta: Arc<dyn MetaApi>, ttl: Duration) -> Self {
         BucketCache {
             meta,
-            ttl,
-            entries: Mutex::new(HashMap::new()),
+            entries: moka::sync::Cache::builder()
+                .max_capacity(CAPACITY)
+                .time_to_live(ttl)
+                .build(),
         }
-    }
-
-    fn cached(&self, name: &str) -> Option<BucketInfo> {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries
-            .get(name)
-            .filter(|(_, at)| at.elapsed() < self.ttl)
-            .map(|(b, _)| b.clone())
     }
 
     /// The bucket's record: cached if fresh, else read from meta.
     pub async fn get(&self, name: &str) -> Result<BucketInfo, MetaError> {
-        if let Some(b) = self.cached(name) {
+        if let Some(b) = self.entries.get(name) {
             return Ok(b);
         }
         let info = self.meta.get_bucket(name).await?;
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if entries.len() > SWEEP_ABOVE {
-            let ttl = self.ttl;
-            entries.retain(|_, (_, at)| at.elapsed() < ttl);
-        }
-        entries.insert(name.to_string(), (info.clone(), Instant::now()));
+        self.entries.insert(name.to_string(), info.clone());
         Ok(info)
     }
 
     /// Forgets `name` (after this gateway changed or deleted it).
     pub fn invalidate(&self, name: &str) {
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries.remove(name);
+        self.entries.invalidate(name);
     }
 
     /// Whether `name` has ever had versioning on (Enabled or Suspended):
@@ -97,6 +83,7 @@ mod tests {
     use async_trait::async_trait;
     use godwit_common::meta_api::MetaResult;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
 
     /// A meta whose only bucket changes state on demand, counting reads.
     struct OneBucket {
