@@ -13,8 +13,8 @@ use godwit_common::types::{AccessKey, DatanodeState, DatanodeStatus};
 use godwit_common::replication::{RemoteInfo, RuleStats};
 
 use super::server::{ClusterStatus, KeySummary, RemoteSummary, RetryOutcome};
-use crate::bench::client::sign_admin_headers;
 use crate::credentials::{RootCredentials, ROOT_CREDENTIALS_FILE};
+use godwit_tools::bench::client::sign_admin_headers;
 
 #[derive(Args)]
 pub struct AdminArgs {

@@ -13,7 +13,8 @@
 //! OSS V1/V4 signers of `--signer`) and `checksums` (`godwit bench
 //! checksums`, the raw speed of the data path's checksums). `meta_fill`
 //! (`godwit bench meta-fill`) is the one exception to "knows nothing of
-//! Godwit's internals": it fills a meta data dir in-process.
+//! Godwit's internals": it fills a meta data dir in-process. The bench
+//! against a real server is tested by the binary (`tests/bench_e2e.rs`).
 
 mod args;
 mod body;
@@ -25,10 +26,10 @@ mod report;
 mod run;
 mod stats;
 
-#[cfg(test)]
-mod e2e_tests;
-
 pub use args::BenchArgs;
+pub use client::{OpError, S3Client};
+pub use report::{OpSummary, Summary};
+pub use run::execute;
 
 /// Runs one benchmark as described by `args`: creates the bucket if needed,
 /// prepares objects for read workloads, measures, prints the summary, and
