@@ -1,13 +1,14 @@
 //! `godwit bench`: a load generator for any S3 endpoint, in the spirit of
 //! Ozone's Freon and MinIO's warp.
 //!
-//! It is an ordinary SigV4 client (reqwest + aws-sigv4, path-style URLs) and
-//! knows nothing of Godwit's internals, so the same numbers can be taken
+//! It is an ordinary SigV4 client (`common`'s `RemoteClient`, path-style
+//! URLs) and knows nothing of Godwit's internals, so the same numbers can be taken
 //! against Godwit, MinIO, Garage or AWS itself. It never holds a whole object
 //! in memory: PUT bodies are a shared random 1 MiB buffer repeated as `Bytes`
 //! clones, and GET bodies are counted and dropped as they arrive.
 //!
-//! Layout: `args` (the command line), `client` (the signed S3 client),
+//! Layout: `args` (the command line), `client` (the bench's requests over
+//! `RemoteClient`),
 //! `body` (payload generation), `stats` (histograms and counters), `run`
 //! (prepare, measure, cleanup), `report` (table and JSON), `oss_sign` (the
 //! OSS V1/V4 signers of `--signer`) and `checksums` (`godwit bench
@@ -19,7 +20,7 @@
 mod args;
 mod body;
 mod checksums;
-pub mod client;
+mod client;
 mod meta_fill;
 mod oss_sign;
 mod report;

@@ -18,7 +18,7 @@
 //! and their data dirs removed on every path out, errors and Ctrl-C too.
 //!
 //! Layout: `regions` (start, stop, buckets and rules), `s3` (the signed
-//! requests), `fake` (CSV rows), `small` and `large` (the two phases),
+//! requests, over `common`'s `RemoteClient`), `fake` (CSV rows), `small` and `large` (the two phases),
 //! `metrics` (the Prometheus histogram), `report` (tables and JSON).
 
 mod fake;
@@ -255,9 +255,9 @@ async fn phases(
         .map(|d| d.as_millis())
         .unwrap_or(0);
     let ctx = Ctx {
-        source: endpoints.source(),
-        dest: endpoints.dest(),
-        admin: endpoints.admin(),
+        source: endpoints.source()?,
+        dest: endpoints.dest()?,
+        admin: endpoints.admin()?,
         prefix: format!("demo-{run_id}/"),
         endpoints,
         buckets,

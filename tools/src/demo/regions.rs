@@ -60,7 +60,7 @@ pub struct Endpoints {
 }
 
 impl Endpoints {
-    pub fn source(&self) -> Client {
+    pub fn source(&self) -> anyhow::Result<Client> {
         Client::new(
             &self.source_s3,
             &self.source_region,
@@ -69,7 +69,7 @@ impl Endpoints {
         )
     }
 
-    pub fn dest(&self) -> Client {
+    pub fn dest(&self) -> anyhow::Result<Client> {
         Client::new(
             &self.dest_s3,
             &self.dest_region,
@@ -80,7 +80,7 @@ impl Endpoints {
 
     /// The source's admin listener (signed for us-east-1, as `godwit
     /// admin` does).
-    pub fn admin(&self) -> Client {
+    pub fn admin(&self) -> anyhow::Result<Client> {
         Client::admin(
             &self.source_admin,
             "us-east-1",
@@ -195,7 +195,7 @@ pub async fn prepare(
     remote_name: &str,
     bandwidth_limit: Option<u64>,
 ) -> anyhow::Result<()> {
-    let (src, dst) = (e.source(), e.dest());
+    let (src, dst) = (e.source()?, e.dest()?);
     for b in [&buckets.standard, &buckets.rtc] {
         dst.create_bucket(b).await?;
         // S3 replicates only into versioned buckets.
@@ -212,7 +212,7 @@ pub async fn prepare(
         "region": e.dest_region,
         "bandwidth_limit": bandwidth_limit,
     });
-    e.admin()
+    e.admin()?
         .send_ok(
             Method::POST,
             "/admin/v1/remotes",

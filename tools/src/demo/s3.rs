@@ -1,70 +1,65 @@
 //! The few signed S3 and admin requests the demo makes: bucket setup,
 //! PutObject, the multipart calls with streamed part bodies, HEAD for the
-//! ETag, ListObjectsV2 and ListParts for the pollers. Path-style URLs,
-//! SigV4 through the bench client's `sign_headers`.
+//! ETag, ListObjectsV2 and ListParts for the pollers. A thin layer over
+//! `common`'s `RemoteClient` (path-style URLs, SigV4), whose errors it
+//! turns into `anyhow` ones.
 
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use aws_credential_types::Credentials;
-use base64::Engine;
 use bytes::Bytes;
-use md5::Digest as _;
-use reqwest::header::{CONTENT_LENGTH, ETAG};
-use reqwest::{Method, Response, StatusCode};
-use sha2::Sha256;
-
-use crate::bench::client::{
-    parse_list_page, sign_admin_headers, sign_headers, uri_encode, UNSIGNED_PAYLOAD,
+use godwit_common::net::s3_remote::{
+    bucket_path, content_md5, object_path, uri_encode, ClientOptions, RemoteClient, SigV4,
 };
+use godwit_common::replication::RemoteInfo;
+use godwit_common::ByteStream;
+use reqwest::{Method, Response};
 
-/// The SHA-256 of an empty body, as `x-amz-content-sha256`.
-const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+pub use godwit_common::net::s3_remote::Body;
 
 /// Signed requests to one S3 (or admin) endpoint.
 #[derive(Clone)]
 pub struct Client {
-    http: reqwest::Client,
-    base: String,
-    region: String,
-    credentials: Credentials,
-    /// Signs for the admin API's scope instead of S3's.
-    admin: bool,
-}
-
-/// A request body: in memory (hashed and signed) or streamed (sent as
-/// `UNSIGNED-PAYLOAD` with an explicit length).
-pub enum Body {
-    Empty,
-    Bytes(Bytes),
-    Stream(reqwest::Body, u64),
+    remote: RemoteClient,
 }
 
 impl Client {
-    pub fn new(endpoint: &str, region: &str, access_key: &str, secret_key: &str) -> Client {
-        let http = reqwest::Client::builder()
-            .http1_only()
-            .pool_max_idle_per_host(64)
-            .tcp_nodelay(true)
-            .no_proxy()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .expect("a plain HTTP client builds");
-        Client {
-            http,
-            base: endpoint.trim_end_matches('/').to_string(),
-            region: region.to_string(),
-            credentials: Credentials::new(access_key, secret_key, None, None, "godwit-demo"),
-            admin: false,
-        }
+    pub fn new(
+        endpoint: &str,
+        region: &str,
+        access_key: &str,
+        secret_key: &str,
+    ) -> anyhow::Result<Client> {
+        let endpoint_info = RemoteInfo {
+            name: "demo".into(),
+            endpoint: endpoint.into(),
+            access_key: access_key.into(),
+            secret_key: secret_key.into(),
+            region: region.into(),
+            bandwidth_limit: None,
+            ca_pem: None,
+        };
+        let options = ClientOptions {
+            http1_only: true,
+            // The pollers and a large part may take their time.
+            request_timeout: None,
+            ..ClientOptions::default()
+        };
+        let remote = RemoteClient::with_options(&endpoint_info, &options)?;
+        Ok(Client { remote })
     }
 
     /// A client of an admin listener (SigV4 scoped to the admin service).
-    pub fn admin(endpoint: &str, region: &str, access_key: &str, secret_key: &str) -> Client {
-        Client {
-            admin: true,
-            ..Client::new(endpoint, region, access_key, secret_key)
-        }
+    pub fn admin(
+        endpoint: &str,
+        region: &str,
+        access_key: &str,
+        secret_key: &str,
+    ) -> anyhow::Result<Client> {
+        let client = Client::new(endpoint, region, access_key, secret_key)?;
+        Ok(Client {
+            remote: client.remote.with_signer(Arc::new(SigV4::ADMIN)),
+        })
     }
 
     /// Signs and sends one request; `path_and_query` is already encoded,
@@ -76,39 +71,14 @@ impl Client {
         headers: &[(&str, String)],
         body: Body,
     ) -> anyhow::Result<Response> {
-        let url = format!("{}{path_and_query}", self.base);
-        let hash = match &body {
-            Body::Empty => EMPTY_SHA256.to_string(),
-            Body::Bytes(b) => hex::encode(Sha256::digest(b)),
-            Body::Stream(..) => UNSIGNED_PAYLOAD.to_string(),
-        };
-        let sign = if self.admin {
-            sign_admin_headers
-        } else {
-            sign_headers
-        };
-        let signed = sign(
-            method.as_str(),
-            &url,
-            &hash,
-            &self.credentials,
-            &self.region,
-            SystemTime::now(),
-        )?;
-        let mut request = self.http.request(method.clone(), &url).headers(signed);
-        for (name, value) in headers {
-            request = request.header(*name, value);
-        }
-        request = match body {
-            Body::Empty => request,
-            Body::Bytes(b) => request.body(b),
-            // An explicit length keeps the stream from going out chunked.
-            Body::Stream(b, len) => request.header(CONTENT_LENGTH, len).body(b),
-        };
-        request
-            .send()
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect();
+        self.remote
+            .send(method.clone(), path_and_query, &headers, body)
             .await
-            .with_context(|| format!("{method} {url}"))
+            .with_context(|| format!("{method} {}", self.remote.url(path_and_query)))
     }
 
     /// Like `send`, and fails on any non-2xx answer with its body.
@@ -132,47 +102,23 @@ impl Client {
 
     /// CreateBucket in this client's region; one we already own is fine.
     pub async fn create_bucket(&self, bucket: &str) -> anyhow::Result<()> {
-        let body = if self.region == "us-east-1" {
-            Body::Empty
-        } else {
-            Body::Bytes(Bytes::from(format!(
-                "<CreateBucketConfiguration><LocationConstraint>{}</LocationConstraint>\
-                 </CreateBucketConfiguration>",
-                self.region
-            )))
-        };
-        let resp = self
-            .send(Method::PUT, &bucket_path(bucket), &[], body)
-            .await?;
-        let status = resp.status();
-        let text = resp.text().await.unwrap_or_default();
-        if status.is_success() || text.contains("<Code>BucketAlreadyOwnedByYou</Code>") {
-            Ok(())
-        } else {
-            bail!("creating bucket {bucket}: {status}: {text}")
-        }
+        self.remote
+            .create_bucket(bucket)
+            .await
+            .with_context(|| format!("creating bucket {bucket}"))
     }
 
     /// PutBucketVersioning Enabled.
     pub async fn enable_versioning(&self, bucket: &str) -> anyhow::Result<()> {
-        let xml = "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
-        self.send_ok(
-            Method::PUT,
-            &format!("{}?versioning", bucket_path(bucket)),
-            &[],
-            Body::Bytes(Bytes::from_static(xml.as_bytes())),
-        )
-        .await
-        .map(drop)
+        Ok(self.remote.enable_versioning(bucket).await?)
     }
 
     /// PutBucketReplication (S3 wants a Content-MD5 on it).
     pub async fn put_replication(&self, bucket: &str, xml: String) -> anyhow::Result<()> {
-        let md5 = base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(&xml));
         self.send_ok(
             Method::PUT,
             &format!("{}?replication", bucket_path(bucket)),
-            &[("content-md5", md5)],
+            &[("content-md5", content_md5(xml.as_bytes()))],
             Body::Bytes(Bytes::from(xml)),
         )
         .await
@@ -190,16 +136,14 @@ impl Client {
         .map(drop)
     }
 
-    /// HeadObject: the ETag (quotes included) or `None` on 404.
+    /// HeadObject: the ETag (unquoted) or `None` on 404.
     pub async fn head_etag(&self, bucket: &str, key: &str) -> anyhow::Result<Option<String>> {
-        let resp = self
-            .send(Method::HEAD, &object_path(bucket, key), &[], Body::Empty)
-            .await?;
-        match resp.status() {
-            StatusCode::NOT_FOUND => Ok(None),
-            s if s.is_success() => Ok(Some(header(&resp, ETAG))),
-            s => bail!("HEAD {bucket}/{key}: {s}"),
-        }
+        let head = self
+            .remote
+            .head_object(bucket, key)
+            .await
+            .with_context(|| format!("HEAD {bucket}/{key}"))?;
+        Ok(head.map(|o| o.etag))
     }
 
     /// Every key under `prefix`, page by page (ListObjectsV2).
@@ -207,22 +151,10 @@ impl Client {
         let mut keys = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            // Query parameters in sorted order, as SigV4 canonicalizes them.
-            let mut query = String::new();
-            if let Some(t) = &token {
-                query.push_str(&format!("continuation-token={}&", uri_encode(t, true)));
-            }
-            query.push_str(&format!(
-                "list-type=2&max-keys=1000&prefix={}",
-                uri_encode(prefix, true)
-            ));
-            let path = format!("{}?{query}", bucket_path(bucket));
-            let xml = self
-                .send_ok(Method::GET, &path, &[], Body::Empty)
-                .await?
-                .text()
+            let page = self
+                .remote
+                .list_objects_page(bucket, prefix, token.as_deref(), 1000)
                 .await?;
-            let page = parse_list_page(&xml);
             keys.extend(page.keys);
             match page.next_token {
                 Some(t) => token = Some(t),
@@ -233,41 +165,33 @@ impl Client {
 
     /// CreateMultipartUpload; returns the upload id.
     pub async fn create_multipart(&self, bucket: &str, key: &str) -> anyhow::Result<String> {
-        let xml = self
-            .send_ok(
-                Method::POST,
-                &format!("{}?uploads", object_path(bucket, key)),
-                &[("content-type", "application/octet-stream".to_string())],
-                Body::Empty,
-            )
-            .await?
-            .text()
-            .await?;
-        element(&xml, "UploadId").context("CreateMultipartUpload answered without an UploadId")
+        let headers = vec![(
+            "content-type".to_string(),
+            "application/octet-stream".to_string(),
+        )];
+        Ok(self
+            .remote
+            .create_multipart_upload(bucket, key, headers)
+            .await?)
     }
 
-    /// UploadPart with a streamed body; returns the part's ETag.
+    /// UploadPart with a streamed body; returns the part's ETag (unquoted).
     pub async fn upload_part(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
         part: u32,
-        body: reqwest::Body,
+        body: ByteStream,
         len: u64,
     ) -> anyhow::Result<String> {
-        let path = format!(
-            "{}?partNumber={part}&uploadId={}",
-            object_path(bucket, key),
-            uri_encode(upload_id, true)
-        );
-        let resp = self
-            .send_ok(Method::PUT, &path, &[], Body::Stream(body, len))
-            .await?;
-        Ok(header(&resp, ETAG))
+        Ok(self
+            .remote
+            .upload_part(bucket, key, upload_id, part, body, len, None)
+            .await?)
     }
 
-    /// CompleteMultipartUpload over `etags` (part 1 first).
+    /// CompleteMultipartUpload over `etags` (part 1 first, unquoted).
     pub async fn complete_multipart(
         &self,
         bucket: &str,
@@ -275,41 +199,19 @@ impl Client {
         upload_id: &str,
         etags: &[String],
     ) -> anyhow::Result<()> {
-        let parts: String = etags
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                format!(
-                    "<Part><PartNumber>{}</PartNumber><ETag>{e}</ETag></Part>",
-                    i + 1
-                )
-            })
-            .collect();
-        let xml = format!("<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>");
-        let path = format!(
-            "{}?uploadId={}",
-            object_path(bucket, key),
-            uri_encode(upload_id, true)
-        );
-        let resp = self
-            .send_ok(Method::POST, &path, &[], Body::Bytes(Bytes::from(xml)))
+        let parts: Vec<(u32, String)> = (1u32..).zip(etags.iter().cloned()).collect();
+        self.remote
+            .complete_multipart_upload(bucket, key, upload_id, &parts, Vec::new())
             .await?;
-        // S3 may answer 200 with an error document once the body started.
-        let text = resp.text().await?;
-        if text.contains("<Error>") {
-            bail!("CompleteMultipartUpload failed: {text}");
-        }
         Ok(())
     }
 
     /// AbortMultipartUpload (best effort, on the error path).
     pub async fn abort_multipart(&self, bucket: &str, key: &str, upload_id: &str) {
-        let path = format!(
-            "{}?uploadId={}",
-            object_path(bucket, key),
-            uri_encode(upload_id, true)
-        );
-        let _ = self.send(Method::DELETE, &path, &[], Body::Empty).await;
+        let _ = self
+            .remote
+            .abort_multipart_upload(bucket, key, upload_id)
+            .await;
     }
 
     /// How many parts the open multipart uploads of `key` hold (0 when
@@ -333,15 +235,11 @@ impl Client {
             let Some(id) = element(upload, "UploadId") else {
                 continue;
             };
-            let path = format!(
-                "{}?uploadId={}",
-                object_path(bucket, key),
-                uri_encode(&id, true)
-            );
-            let resp = self.send(Method::GET, &path, &[], Body::Empty).await?;
             // The upload may complete between the two calls.
-            if resp.status().is_success() {
-                most = most.max(resp.text().await?.matches("<Part>").count());
+            match self.remote.list_parts(bucket, key, &id).await {
+                Ok(parts) => most = most.max(parts.len()),
+                Err(e) if e.status().is_some() => {}
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(most)
@@ -349,29 +247,19 @@ impl Client {
 
     /// Plain unsigned GET, for `/metrics`.
     pub async fn get_text(&self, path: &str) -> anyhow::Result<String> {
-        let url = format!("{}{path}", self.base);
-        let resp = self.http.get(&url).send().await.context("GET /metrics")?;
+        let url = self.remote.url(path);
+        let resp = self
+            .remote
+            .http()
+            .get(&url)
+            .send()
+            .await
+            .context("GET /metrics")?;
         if !resp.status().is_success() {
             bail!("GET {url}: {}", resp.status());
         }
         Ok(resp.text().await?)
     }
-}
-
-fn bucket_path(bucket: &str) -> String {
-    format!("/{}", uri_encode(bucket, true))
-}
-
-fn object_path(bucket: &str, key: &str) -> String {
-    format!("/{}/{}", uri_encode(bucket, true), uri_encode(key, false))
-}
-
-fn header(resp: &Response, name: reqwest::header::HeaderName) -> String {
-    resp.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string()
 }
 
 /// The text of the first `<name>` element (no entities in the values the
