@@ -22,7 +22,7 @@ BIN="$CARGO_TARGET_DIR/release/godwit"
 stale() {
     [[ ! -x "$BIN" ]] && return 0
     [[ "${GODWIT_NO_BUILD:-0}" == 1 ]] && return 1
-    [[ -n "$(find Cargo.toml Cargo.lock src common meta datanode gateway replication \
+    [[ -n "$(find Cargo.toml Cargo.lock src common meta datanode gateway replication tools \
         \( -name '*.rs' -o -name Cargo.toml -o -name Cargo.lock \) -newer "$BIN" -print -quit)" ]]
 }
 if stale; then

@@ -649,26 +649,10 @@ impl ReplicatorRoleConfig {
 
 // ---- listeners (TLS, limits) and outbound TLS ----
 
-/// What outbound HTTPS clients trust, beside the system's roots.
-#[derive(Args, Debug, Default, Clone)]
-pub struct OutboundTlsArgs {
-    /// Extra PEM CA bundle trusted by every outbound client (meta,
-    /// datanode and replication links), on top of the system's roots.
-    #[arg(long, env = "GODWIT_CA_FILE")]
-    pub ca_file: Option<PathBuf>,
-    /// Do not check outbound TLS certificates at all. For tests with
-    /// throwaway certificates only: it gives up what TLS protects.
-    #[arg(long, env = "GODWIT_INSECURE_SKIP_VERIFY")]
-    pub insecure_skip_verify: bool,
-}
-
-impl OutboundTlsArgs {
-    /// Makes these the process's outbound TLS settings.
-    pub fn apply(&self) -> anyhow::Result<()> {
-        godwit_common::net::tls::configure(self.ca_file.as_deref(), self.insecure_skip_verify)
-            .map_err(|e| anyhow::anyhow!("--ca-file: {e}"))
-    }
-}
+/// What outbound HTTPS clients trust (`--ca-file`,
+/// `--insecure-skip-verify`): in `common` so that the tools take the same
+/// flags.
+pub use godwit_common::net::tls::OutboundTlsArgs;
 
 /// TLS and limits of a role's listeners, and its outbound TLS.
 #[derive(Args, Debug, Default, Clone)]

@@ -1,9 +1,11 @@
 //! `godwit`: one binary, every role. `godwit server` runs the embedded
 //! all-in-one default; `meta`, `datanode` and `gateway` run one role each;
 //! `admin` and `bench` are clients; `demo` replays the OSS RTC verification.
+//! `bench` and `demo` are `godwit-tools`.
 
 use clap::{Parser, Subcommand};
-use godwit::{admin, bench, config, demo, roles};
+use godwit::{admin, config, demo_regions, roles};
+use godwit_tools::{bench, demo};
 
 #[derive(Parser)]
 #[command(
@@ -105,7 +107,7 @@ async fn main() -> anyhow::Result<()> {
             if std::env::var_os("GODWIT_LOG").is_some() {
                 init_tracing();
             }
-            demo::run(a).await
+            demo::run(a, &demo_regions::InProcessRegions::new()).await
         }
         Command::Health(a) => health(a).await,
     }

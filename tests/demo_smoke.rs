@@ -4,7 +4,8 @@
 //! table and JSON carry the seed's rows.
 
 use clap::Parser;
-use godwit::demo::{execute, DemoArgs, RULE_RTC, RULE_STANDARD};
+use godwit::demo_regions::InProcessRegions;
+use godwit_tools::demo::{execute, DemoArgs, RULE_RTC, RULE_STANDARD};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_replicates_small_files_and_a_large_file_to_both_rules() {
@@ -26,7 +27,7 @@ async fn demo_replicates_small_files_and_a_large_file_to_both_rules() {
         tmp.path().to_str().unwrap(),
     ])
     .unwrap();
-    let report = execute(&args).await.unwrap();
+    let report = execute(&args, &InProcessRegions::new()).await.unwrap();
     assert!(report.incomplete().is_empty(), "{}", report.to_text());
 
     let small = report.small_files.as_ref().expect("phase 1 ran");

@@ -2,18 +2,17 @@
 //! for people, `--json` for scripts.
 
 use std::path::PathBuf;
-use std::time::SystemTime;
+use std::sync::Arc;
 
 use anyhow::Context;
-use aws_credential_types::Credentials;
 use clap::{Args, Subcommand};
 use comfy_table::Table;
 use godwit_common::types::{AccessKey, DatanodeState, DatanodeStatus};
 
+use godwit_common::net::s3_remote::{Body, ClientOptions, RemoteClient, SigV4};
 use godwit_common::replication::{RemoteInfo, RuleStats};
 
 use super::server::{ClusterStatus, KeySummary, RemoteSummary, RetryOutcome};
-use crate::bench::client::sign_admin_headers;
 use crate::credentials::{RootCredentials, ROOT_CREDENTIALS_FILE};
 
 #[derive(Args)]
@@ -131,13 +130,33 @@ pub enum KeyCommand {
     },
 }
 
+/// `common`'s S3 client, signing for the admin API's scope.
 pub(crate) struct AdminClient {
-    endpoint: String,
-    creds: RootCredentials,
-    http: reqwest::Client,
+    remote: RemoteClient,
 }
 
 impl AdminClient {
+    fn new(endpoint: &str, creds: &RootCredentials) -> anyhow::Result<AdminClient> {
+        let admin = RemoteInfo {
+            name: "admin".into(),
+            endpoint: endpoint.into(),
+            access_key: creds.access_key_id.clone(),
+            secret_key: creds.secret_access_key.clone(),
+            region: "us-east-1".into(),
+            bandwidth_limit: None,
+            ca_pem: None,
+        };
+        let options = ClientOptions {
+            // Admin calls wait for what they ask (a drain, a backfill).
+            request_timeout: None,
+            ..ClientOptions::default()
+        };
+        let remote = RemoteClient::with_options(&admin, &options)?;
+        Ok(AdminClient {
+            remote: remote.with_signer(Arc::new(SigV4::ADMIN)),
+        })
+    }
+
     pub(crate) async fn send(
         &self,
         method: http::Method,
@@ -153,31 +172,10 @@ impl AdminClient {
         path_and_query: &str,
         body: Vec<u8>,
     ) -> anyhow::Result<reqwest::Response> {
-        use sha2::Digest;
-        let url = format!("{}{}", self.endpoint.trim_end_matches('/'), path_and_query);
-        let creds = Credentials::new(
-            &self.creds.access_key_id,
-            &self.creds.secret_access_key,
-            None,
-            None,
-            "godwit-admin",
-        );
-        let hash = hex::encode(sha2::Sha256::digest(&body));
-        let headers = sign_admin_headers(
-            method.as_str(),
-            &url,
-            &hash,
-            &creds,
-            "us-east-1",
-            SystemTime::now(),
-        )?;
-        let req = self
-            .http
-            .request(method, &url)
-            .headers(headers)
-            .body(body)
-            .build()?;
-        let resp = self.http.execute(req).await?;
+        let resp = self
+            .remote
+            .send(method, path_and_query, &[], Body::Bytes(body.into()))
+            .await?;
         if !resp.status().is_success() {
             let status = resp.status();
             anyhow::bail!("{status}: {}", resp.text().await.unwrap_or_default());
@@ -212,11 +210,7 @@ fn fmt_ms(ms: i64) -> String {
 
 pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
     a.tls.apply()?;
-    let client = AdminClient {
-        endpoint: a.admin_endpoint.clone(),
-        creds: resolve_credentials(&a)?,
-        http: godwit_common::net::tls::client_builder().build()?,
-    };
+    let client = AdminClient::new(&a.admin_endpoint, &resolve_credentials(&a)?)?;
     match &a.command {
         AdminCommand::Cluster(cmd) => super::cluster::run(&client, cmd, a.json).await?,
         AdminCommand::Datanode(DatanodeCommand::List) => {

@@ -120,6 +120,29 @@ pub fn host_port(url: &str) -> &str {
         .trim_end_matches('/')
 }
 
+/// What outbound HTTPS clients trust, beside the system's roots.
+#[cfg(feature = "cli")]
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct OutboundTlsArgs {
+    /// Extra PEM CA bundle trusted by every outbound client (meta,
+    /// datanode and replication links), on top of the system's roots.
+    #[arg(long, env = "GODWIT_CA_FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
+    /// Do not check outbound TLS certificates at all. For tests with
+    /// throwaway certificates only: it gives up what TLS protects.
+    #[arg(long, env = "GODWIT_INSECURE_SKIP_VERIFY")]
+    pub insecure_skip_verify: bool,
+}
+
+#[cfg(feature = "cli")]
+impl OutboundTlsArgs {
+    /// Makes these the process's outbound TLS settings.
+    pub fn apply(&self) -> anyhow::Result<()> {
+        configure(self.ca_file.as_deref(), self.insecure_skip_verify)
+            .map_err(|e| anyhow::anyhow!("--ca-file: {e}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,14 @@
-//! `RemoteClient`: signed S3 requests to one remote region over one pooled
+//! `RemoteClient`: signed S3 requests to one endpoint over one pooled
 //! `reqwest::Client`. Each method is one S3 operation; the XML it writes or
-//! reads is in `super::xml`, the signing in `super::signing`.
+//! reads is in `super::xml`, the signing in `super::signing`. [`RemoteClient::send`]
+//! is the door for requests no method covers (the load generator's
+//! measured requests, the demo's admin calls): the caller picks the body
+//! and headers and reads the raw answer.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aws_credential_types::Credentials;
@@ -13,14 +18,15 @@ use reqwest::{Method, Response, StatusCode};
 use sha2::{Digest, Sha256};
 
 use super::signing::{
-    bucket_path, content_md5, object_path, sign_headers, uri_encode, EMPTY_SHA256, UNSIGNED_PAYLOAD,
+    bucket_path, content_md5, list_objects_path, object_path, uri_encode, RequestSigner, SigV4,
+    ToSign, EMPTY_SHA256, UNSIGNED_PAYLOAD,
 };
-use super::xml::{self, unquote, Completed};
+use super::xml::{self, unquote, Completed, ListPage};
 use super::RemoteError;
 use crate::replication::RemoteInfo;
 use crate::ByteStream;
 
-/// Deadline of a request without a streamed body.
+/// Deadline of a request without a streamed body (by default).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// A streamed body gets `REQUEST_TIMEOUT` plus its length at this rate: a
 /// stall guard, not a speed requirement (a bandwidth-limited remote shares
@@ -55,19 +61,79 @@ pub struct RemotePart {
 /// Extra request headers: (lowercase name, value). They are signed.
 pub type Headers = Vec<(String, String)>;
 
-enum Body {
+/// A request body.
+pub enum Body {
     Empty,
+    /// In memory: hashed (SHA-256) and signed.
     Bytes(Bytes),
-    Stream(ByteStream, u64),
+    /// Sent as it is produced, with an explicit `Content-Length` (so it
+    /// never goes out chunked). Signed with `sha256` (hex) when the caller
+    /// knows it, else as `UNSIGNED-PAYLOAD`.
+    Stream {
+        body: reqwest::Body,
+        len: u64,
+        sha256: Option<String>,
+    },
 }
 
-/// Signed S3 requests to one remote, over one connection pool.
+impl Body {
+    /// A streamed body of exactly `len` bytes, sent unsigned.
+    pub fn stream(s: ByteStream, len: u64) -> Body {
+        Body::Stream {
+            body: reqwest::Body::wrap_stream(s),
+            len,
+            sha256: None,
+        }
+    }
+}
+
+/// How a client talks to its endpoint. The default suits replication;
+/// the load generator turns the deadlines off (it measures them) and
+/// sizes the pool to its concurrency.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Idle keep-alive connections kept per host.
+    pub pool_idle_per_host: usize,
+    /// Speak HTTP/1.1 only.
+    pub http1_only: bool,
+    /// Deadline of a request without a streamed body; a streamed body
+    /// gets it plus its length at `MIN_STREAM_BYTES_PER_SEC`. `None`: no
+    /// deadline.
+    pub request_timeout: Option<Duration>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> ClientOptions {
+        ClientOptions {
+            pool_idle_per_host: POOL_IDLE_PER_HOST,
+            http1_only: false,
+            request_timeout: Some(REQUEST_TIMEOUT),
+        }
+    }
+}
+
+/// Why [`RemoteClient::send`] got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    /// The signer refused the request (a bad URL or header).
+    #[error("signing: {0}")]
+    Sign(String),
+    /// reqwest's error: building, connecting, sending, or the answer's head.
+    #[error(transparent)]
+    Http(#[from] reqwest::Error),
+}
+
+/// Signed S3 requests to one remote, over one connection pool. Clones
+/// share the pool.
+#[derive(Clone)]
 pub struct RemoteClient {
     name: String,
     /// `scheme://host[:port][/path]` without a trailing slash.
     base: String,
     region: String,
     credentials: Credentials,
+    signer: Arc<dyn RequestSigner>,
+    request_timeout: Option<Duration>,
     http: reqwest::Client,
 }
 
@@ -83,6 +149,15 @@ impl fmt::Debug for RemoteClient {
 
 impl RemoteClient {
     pub fn new(remote: &RemoteInfo) -> Result<RemoteClient, RemoteError> {
+        RemoteClient::with_options(remote, &ClientOptions::default())
+    }
+
+    /// A client of `remote` set up as `options` says, signing with SigV4
+    /// for S3 until [`RemoteClient::with_signer`].
+    pub fn with_options(
+        remote: &RemoteInfo,
+        options: &ClientOptions,
+    ) -> Result<RemoteClient, RemoteError> {
         let op = "remote client";
         let url = reqwest::Url::parse(&remote.endpoint).map_err(|e| RemoteError::Invalid {
             op,
@@ -109,8 +184,12 @@ impl RemoteClient {
                 }
             })?,
         };
-        let http = crate::net::tls::with_roots(reqwest::Client::builder(), &own_roots)
-            .pool_max_idle_per_host(POOL_IDLE_PER_HOST)
+        let mut builder = crate::net::tls::with_roots(reqwest::Client::builder(), &own_roots);
+        if options.http1_only {
+            builder = builder.http1_only();
+        }
+        let http = builder
+            .pool_max_idle_per_host(options.pool_idle_per_host)
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true)
             .tcp_keepalive(Duration::from_secs(30))
@@ -136,8 +215,17 @@ impl RemoteClient {
                 None,
                 "godwit-remote",
             ),
+            signer: Arc::new(SigV4::S3),
+            request_timeout: options.request_timeout,
             http,
         })
+    }
+
+    /// Signs every request with `signer` instead of SigV4 for S3 (the
+    /// admin API's scope, or an OSS signature).
+    pub fn with_signer(mut self, signer: Arc<dyn RequestSigner>) -> RemoteClient {
+        self.signer = signer;
+        self
     }
 
     /// The remote's registered name.
@@ -145,18 +233,100 @@ impl RemoteClient {
         &self.name
     }
 
+    /// The region requests are signed for.
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
+    /// `path_and_query` on this endpoint, for an unsigned request through
+    /// [`RemoteClient::http`] (e.g. `/metrics`).
+    pub fn url(&self, path_and_query: &str) -> String {
+        format!("{}{path_and_query}", self.base)
+    }
+
+    /// The pooled HTTP client, for requests that need no signature.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// CreateBucket in this client's region; a bucket this key already
+    /// owns counts as created.
+    pub async fn create_bucket(&self, bucket: &str) -> Result<(), RemoteError> {
+        let op = "CreateBucket";
+        // us-east-1 is the one region S3 wants without a location body.
+        let body = if self.region == "us-east-1" {
+            String::new()
+        } else {
+            xml::create_bucket_configuration(&self.region)
+        };
+        let resp = self
+            .send_op(
+                op,
+                Method::PUT,
+                &bucket_path(bucket),
+                &[],
+                Body::Bytes(Bytes::from(body)),
+            )
+            .await?;
+        match check(op, resp).await {
+            Err(e) if e.code() == Some("BucketAlreadyOwnedByYou") => Ok(()),
+            r => r.map(drop),
+        }
+    }
+
+    /// DeleteBucket (it must be empty).
+    pub async fn delete_bucket(&self, bucket: &str) -> Result<(), RemoteError> {
+        let op = "DeleteBucket";
+        let resp = self
+            .send_op(op, Method::DELETE, &bucket_path(bucket), &[], Body::Empty)
+            .await?;
+        check(op, resp).await.map(drop)
+    }
+
+    /// PutBucketVersioning `Enabled`.
+    pub async fn enable_versioning(&self, bucket: &str) -> Result<(), RemoteError> {
+        let op = "PutBucketVersioning";
+        let doc = xml::versioning_configuration("Enabled");
+        let resp = self
+            .send_op(
+                op,
+                Method::PUT,
+                &format!("{}?versioning", bucket_path(bucket)),
+                &[],
+                Body::Bytes(Bytes::from(doc)),
+            )
+            .await?;
+        check(op, resp).await.map(drop)
+    }
+
+    /// One ListObjectsV2 page of up to `max_keys` keys under `prefix`.
+    pub async fn list_objects_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        token: Option<&str>,
+        max_keys: u32,
+    ) -> Result<ListPage, RemoteError> {
+        let op = "ListObjectsV2";
+        let resp = self
+            .send_op(
+                op,
+                Method::GET,
+                &list_objects_path(bucket, prefix, token, max_keys),
+                &[],
+                Body::Empty,
+            )
+            .await?;
+        let answer = read_xml(op, check(op, resp).await?).await?;
+        Ok(xml::list_objects_page(&answer))
+    }
+
     /// HeadBucket: `Ok(true)` when the bucket exists and these credentials
     /// reach it, `Ok(false)` on 404.
     pub async fn head_bucket(&self, bucket: &str) -> Result<bool, RemoteError> {
         let op = "HeadBucket";
         let resp = self
-            .send(
-                op,
-                Method::HEAD,
-                bucket_path(bucket),
-                Vec::new(),
-                Body::Empty,
-            )
+            .send_op(op, Method::HEAD, &bucket_path(bucket), &[], Body::Empty)
             .await?;
         match resp.status() {
             s if s.is_success() => Ok(true),
@@ -170,11 +340,11 @@ impl RemoteClient {
     pub async fn bucket_versioning(&self, bucket: &str) -> Result<Option<String>, RemoteError> {
         let op = "GetBucketVersioning";
         let resp = self
-            .send(
+            .send_op(
                 op,
                 Method::GET,
-                format!("{}?versioning", bucket_path(bucket)),
-                Vec::new(),
+                &format!("{}?versioning", bucket_path(bucket)),
+                &[],
                 Body::Empty,
             )
             .await?;
@@ -195,11 +365,11 @@ impl RemoteClient {
     ) -> Result<Option<RemoteObject>, RemoteError> {
         let op = "HeadObject";
         let resp = self
-            .send(
+            .send_op(
                 op,
                 Method::HEAD,
-                object_path(bucket, key),
-                Vec::new(),
+                &object_path(bucket, key),
+                &[],
                 Body::Empty,
             )
             .await?;
@@ -229,12 +399,12 @@ impl RemoteClient {
     ) -> Result<String, RemoteError> {
         let op = "PutObject";
         let resp = self
-            .send(
+            .send_op(
                 op,
                 Method::PUT,
-                object_path(bucket, key),
-                headers,
-                Body::Stream(body, len),
+                &object_path(bucket, key),
+                &headers,
+                Body::stream(body, len),
             )
             .await?;
         let resp = check(op, resp).await?;
@@ -251,11 +421,11 @@ impl RemoteClient {
     ) -> Result<(), RemoteError> {
         let op = "DeleteObject";
         let resp = self
-            .send(
+            .send_op(
                 op,
                 Method::DELETE,
-                object_path(bucket, key),
-                headers,
+                &object_path(bucket, key),
+                &headers,
                 Body::Empty,
             )
             .await?;
@@ -285,11 +455,11 @@ impl RemoteClient {
             path.push_str(&format!("&versionId={}", uri_encode(v, true)));
         }
         let resp = self
-            .send(
+            .send_op(
                 op,
                 Method::PUT,
-                path,
-                headers,
+                &path,
+                &headers,
                 Body::Bytes(Bytes::from(doc)),
             )
             .await?;
@@ -306,7 +476,7 @@ impl RemoteClient {
         let op = "CreateMultipartUpload";
         let path = format!("{}?uploads", object_path(bucket, key));
         let resp = self
-            .send(op, Method::POST, path, headers, Body::Empty)
+            .send_op(op, Method::POST, &path, &headers, Body::Empty)
             .await?;
         let answer = read_xml(op, check(op, resp).await?).await?;
         xml::upload_id(&answer).ok_or_else(|| RemoteError::Invalid {
@@ -339,7 +509,7 @@ impl RemoteClient {
             .map(|m| vec![("content-md5".to_string(), m.to_string())])
             .unwrap_or_default();
         let resp = self
-            .send(op, Method::PUT, path, headers, Body::Stream(body, len))
+            .send_op(op, Method::PUT, &path, &headers, Body::stream(body, len))
             .await?;
         let resp = check(op, resp).await?;
         Ok(etag_of(resp.headers()).unwrap_or_default())
@@ -362,7 +532,7 @@ impl RemoteClient {
             }
             path.push_str(&format!("uploadId={}", uri_encode(upload_id, true)));
             let resp = self
-                .send(op, Method::GET, path, Vec::new(), Body::Empty)
+                .send_op(op, Method::GET, &path, &[], Body::Empty)
                 .await?;
             let answer = read_xml(op, check(op, resp).await?).await?;
             let page = xml::list_parts_page(&answer);
@@ -398,11 +568,11 @@ impl RemoteClient {
             uri_encode(upload_id, true)
         );
         let resp = self
-            .send(
+            .send_op(
                 op,
                 Method::POST,
-                path,
-                headers,
+                &path,
+                &headers,
                 Body::Bytes(Bytes::from(doc)),
             )
             .await?;
@@ -433,57 +603,82 @@ impl RemoteClient {
             uri_encode(upload_id, true)
         );
         let resp = self
-            .send(op, Method::DELETE, path, Vec::new(), Body::Empty)
+            .send_op(op, Method::DELETE, &path, &[], Body::Empty)
             .await?;
         check(op, resp).await.map(drop)
     }
 
-    /// Signs and sends one request; answers whatever status came back.
-    /// `path_and_query` is already URI-encoded.
-    async fn send(
+    /// [`RemoteClient::send`] for one of this client's operations: a
+    /// failure to send is a `RemoteError` of `op`.
+    async fn send_op(
         &self,
         op: &'static str,
         method: Method,
-        path_and_query: String,
-        headers: Headers,
+        path_and_query: &str,
+        headers: &[(String, String)],
         body: Body,
     ) -> Result<Response, RemoteError> {
-        let url = format!("{}{path_and_query}", self.base);
-        let payload_hash = match &body {
-            Body::Empty => EMPTY_SHA256.to_string(),
-            Body::Bytes(b) => hex::encode(Sha256::digest(b)),
-            Body::Stream(..) => UNSIGNED_PAYLOAD.to_string(),
+        self.send(method, path_and_query, headers, body)
+            .await
+            .map_err(|e| match e {
+                SendError::Sign(message) => RemoteError::Invalid { op, message },
+                SendError::Http(e) => RemoteError::transport(op, e),
+            })
+    }
+
+    /// Signs and sends one request; answers whatever status came back.
+    /// `path_and_query` is already URI-encoded, its query parameters in
+    /// sorted order; `headers` (lowercase names) are sent and signed.
+    pub async fn send(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        headers: &[(String, String)],
+        body: Body,
+    ) -> Result<Response, SendError> {
+        let url = self.url(path_and_query);
+        let payload_hash: Cow<'_, str> = match &body {
+            Body::Empty => Cow::Borrowed(EMPTY_SHA256),
+            Body::Bytes(b) => Cow::Owned(hex::encode(Sha256::digest(b))),
+            Body::Stream {
+                sha256: Some(h), ..
+            } => Cow::Borrowed(h),
+            Body::Stream { sha256: None, .. } => Cow::Borrowed(UNSIGNED_PAYLOAD),
         };
-        let signed = sign_headers(
-            method.as_str(),
-            &url,
-            &headers,
-            &payload_hash,
-            &self.credentials,
-            &self.region,
-            SystemTime::now(),
-        )
-        .map_err(|message| RemoteError::Invalid { op, message })?;
+        let signed = self
+            .signer
+            .sign(&ToSign {
+                method: method.as_str(),
+                url: &url,
+                headers,
+                payload_hash: &payload_hash,
+                credentials: &self.credentials,
+                region: &self.region,
+                time: SystemTime::now(),
+            })
+            .map_err(SendError::Sign)?;
         let mut request = self.http.request(method, &url);
         for (name, value) in headers.iter().chain(signed.iter()) {
             request = request.header(name.as_str(), value.as_bytes());
         }
-        request = match body {
-            Body::Empty => request.timeout(REQUEST_TIMEOUT),
-            Body::Bytes(b) => request
-                .header(CONTENT_LENGTH, b.len() as u64)
-                .timeout(REQUEST_TIMEOUT)
-                .body(b),
+        let deadline = self.request_timeout;
+        let (request, deadline) = match body {
+            Body::Empty => (request, deadline),
+            Body::Bytes(b) => (
+                request.header(CONTENT_LENGTH, b.len() as u64).body(b),
+                deadline,
+            ),
             // An explicit length keeps a streamed body from going chunked.
-            Body::Stream(s, len) => request
-                .header(CONTENT_LENGTH, len)
-                .timeout(REQUEST_TIMEOUT + Duration::from_secs(len / MIN_STREAM_BYTES_PER_SEC))
-                .body(reqwest::Body::wrap_stream(s)),
+            Body::Stream { body, len, .. } => (
+                request.header(CONTENT_LENGTH, len).body(body),
+                deadline.map(|d| d + Duration::from_secs(len / MIN_STREAM_BYTES_PER_SEC)),
+            ),
         };
-        request
-            .send()
-            .await
-            .map_err(|e| RemoteError::transport(op, e))
+        let request = match deadline {
+            Some(d) => request.timeout(d),
+            None => request,
+        };
+        Ok(request.send().await?)
     }
 }
 

@@ -1,6 +1,9 @@
 //! `RemoteClient`: a plain S3 client for a registered remote region (another
 //! Godwit, or any S3 endpoint), used by the replication worker to write and
-//! by PutBucketReplication to resolve a destination ARN to a remote.
+//! by PutBucketReplication to resolve a destination ARN to a remote. It is
+//! also the one S3 client of the tools (`godwit-tools`: `godwit bench`,
+//! `godwit demo`), which use [`RemoteClient::send`] with their own bodies,
+//! headers and [`RequestSigner`]s.
 //!
 //! Path-style URLs, SigV4 signing with aws-sigv4 (S3 flavour: single URI
 //! encoding, no path normalization, `x-amz-content-sha256` sent). Streamed
@@ -15,7 +18,7 @@
 //! `Debug` output, an error or a log line.
 //!
 //! `client` holds the requests, `signing` the SigV4 and URI-encoding rules
-//! (shared with `godwit bench`), `xml` the S3 documents as serde types for
+//! (shared with the admin CLI and the tools), `xml` the S3 documents as serde types for
 //! quick-xml.
 
 mod client;
@@ -28,13 +31,13 @@ use std::time::Duration;
 
 use crate::replication::RemoteInfo;
 
-pub use client::{Headers, RemoteClient, RemoteObject, RemotePart};
+pub use client::{Body, ClientOptions, Headers, RemoteClient, RemoteObject, RemotePart, SendError};
 pub use signing::{
-    bucket_path, content_md5, content_md5_from_etag, object_path, sign_headers,
-    sign_service_headers, tagging_header, uri_encode, ADMIN_SERVICE, EMPTY_SHA256,
-    UNSIGNED_PAYLOAD,
+    bucket_path, content_md5, content_md5_from_etag, list_objects_path, object_path, sign_headers,
+    sign_service_headers, tagging_header, uri_encode, RequestSigner, SigV4, ToSign, ADMIN_SERVICE,
+    EMPTY_SHA256, UNSIGNED_PAYLOAD,
 };
-pub use xml::error_code;
+pub use xml::{error_code, list_objects_page, ListPage};
 
 /// HeadBucket deadline while resolving a destination ARN.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);

@@ -248,6 +248,62 @@ pub(super) fn unquote(s: &str) -> String {
     s.trim().trim_matches('"').to_string()
 }
 
+/// CreateBucket body naming a region.
+pub fn create_bucket_configuration(region: &str) -> String {
+    format!(
+        "<CreateBucketConfiguration xmlns=\"{S3_NS}\">\
+         <LocationConstraint>{}</LocationConstraint></CreateBucketConfiguration>",
+        quick_xml::escape::escape(region)
+    )
+}
+
+/// PutBucketVersioning body (`Enabled` or `Suspended`).
+pub fn versioning_configuration(status: &str) -> String {
+    format!(
+        "<VersioningConfiguration xmlns=\"{S3_NS}\"><Status>{}</Status>\
+         </VersioningConfiguration>",
+        quick_xml::escape::escape(status)
+    )
+}
+
+/// One page of ListObjectsV2.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ListPage {
+    pub keys: Vec<String>,
+    /// The continuation token of the next page; `None` on the last.
+    pub next_token: Option<String>,
+}
+
+/// The part of a ListObjectsV2 answer the clients read.
+#[derive(Deserialize)]
+struct ListBucketResult {
+    #[serde(rename = "IsTruncated")]
+    is_truncated: Option<String>,
+    #[serde(rename = "NextContinuationToken")]
+    next_continuation_token: Option<String>,
+    #[serde(rename = "Contents", default)]
+    contents: Vec<ListedObject>,
+}
+
+#[derive(Deserialize)]
+struct ListedObject {
+    #[serde(rename = "Key")]
+    key: Option<String>,
+}
+
+/// Keys and continuation token of a ListObjectsV2 answer. An answer that
+/// does not parse reads as an empty last page.
+pub fn list_objects_page(xml: &str) -> ListPage {
+    let Ok(page) = quick_xml::de::from_str::<ListBucketResult>(xml) else {
+        return ListPage::default();
+    };
+    let truncated = page.is_truncated.is_some_and(|v| v.trim() == "true");
+    ListPage {
+        keys: page.contents.into_iter().filter_map(|c| c.key).collect(),
+        next_token: page.next_continuation_token.filter(|_| truncated),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,5 +406,24 @@ mod tests {
              <Part><PartNumber>2</PartNumber><ETag>\"e&amp;2\"</ETag></Part>\
              </CompleteMultipartUpload>"
         );
+    }
+
+    #[test]
+    fn list_page_parsing_reads_keys_and_token() {
+        let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
+<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name><Prefix>bench/</Prefix>
+<KeyCount>2</KeyCount><MaxKeys>2</MaxKeys><IsTruncated>true</IsTruncated>
+<NextContinuationToken>tok&amp;1</NextContinuationToken>
+<Contents><Key>bench/a&amp;b</Key><Size>1</Size></Contents>
+<Contents><Key>bench/&#233;&lt;</Key><Size>1</Size></Contents></ListBucketResult>"#;
+        assert_eq!(
+            list_objects_page(xml),
+            ListPage {
+                keys: vec!["bench/a&b".into(), "bench/é<".into()],
+                next_token: Some("tok&1".into()),
+            }
+        );
+        let last = "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>";
+        assert_eq!(list_objects_page(last), ListPage::default());
     }
 }

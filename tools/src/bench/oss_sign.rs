@@ -1,7 +1,9 @@
 //! Alibaba OSS request signing for `godwit bench --signer oss-v1|oss-v4`,
 //! written from OSS's documentation and the oss2 SDK, not from the
 //! gateway's verifier, so that a run is also a check of the verifier: a
-//! request the gateway reads differently is refused with 403.
+//! request the gateway reads differently is refused with 403. This is the
+//! one OSS signer in the tree (the gateway only verifies); it plugs into
+//! `common`'s `RemoteClient` as a [`RequestSigner`] ([`OssSigner`]).
 //!
 //! - V1: `Authorization: OSS ak:base64(HMAC-SHA1(secret, string to sign))`
 //!   over `VERB\nContent-MD5\nContent-Type\nDate\n` + the `x-oss-*`
@@ -19,6 +21,7 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use base64::Engine;
+use godwit_common::net::s3_remote::{RequestSigner, ToSign, EMPTY_SHA256, UNSIGNED_PAYLOAD};
 use hmac::{Hmac, Mac};
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use sha1::Sha1;
@@ -238,6 +241,33 @@ fn sign_v4(
             ),
         ),
     ]
+}
+
+/// [`sign`] as `RemoteClient`'s signer. A bodiless request says
+/// `UNSIGNED-PAYLOAD` in V4, as the OSS SDKs send.
+#[derive(Debug, Clone, Copy)]
+pub struct OssSigner(pub OssVersion);
+
+impl RequestSigner for OssSigner {
+    fn sign(&self, req: &ToSign<'_>) -> Result<Vec<(String, String)>, String> {
+        let payload_hash = if req.payload_hash == EMPTY_SHA256 {
+            UNSIGNED_PAYLOAD
+        } else {
+            req.payload_hash
+        };
+        let request = OssRequest {
+            method: req.method,
+            url: req.url,
+            headers: req.headers,
+            payload_hash,
+        };
+        let key = OssKey {
+            access_key: req.credentials.access_key_id(),
+            secret_key: req.credentials.secret_access_key(),
+            region: req.region,
+        };
+        sign(self.0, &request, &key, req.time).map_err(|e| format!("{e:#}"))
+    }
 }
 
 #[cfg(test)]

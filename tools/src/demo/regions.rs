@@ -4,25 +4,48 @@
 //! source bucket, two versioned destination buckets in the other region,
 //! the destination region registered as a remote, and one rule per
 //! destination (RTC off, RTC on).
+//!
+//! The tools do not link the server roles: the caller starts a region
+//! through its [`RegionLauncher`] (the `godwit` binary's calls
+//! `roles::start_server`).
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
 use bytes::Bytes;
 use reqwest::Method;
+use tokio_util::sync::CancellationToken;
 
 use super::s3::{Body, Client};
-use crate::config::{ReplicationArgs, ServerArgs, ServerConfig, StorageArgs};
-use crate::credentials::{generate_key_pair, RootCredentials, ROOT_CREDENTIALS_FILE};
-use crate::roles::{start_server, ServerHandle};
 
 /// Rule of the destination without RTC (the seed's "bucket A").
 pub const RULE_STANDARD: &str = "standard";
 /// Rule of the destination with RTC (the seed's "bucket B").
 pub const RULE_RTC: &str = "rtc";
+
+/// Starts all-in-one regions in this process for the demo.
+#[async_trait::async_trait]
+pub trait RegionLauncher: Send + Sync {
+    /// Starts region `name` with its data under `data_dir` (empty, removed
+    /// by the demo after `stopped`). Every region one launcher starts
+    /// shares one root key: the remote is registered with it, and the
+    /// demo signs everything with it.
+    async fn start(&self, name: &str, data_dir: &Path) -> anyhow::Result<StartedRegion>;
+}
+
+/// A running region, as its launcher reports it.
+pub struct StartedRegion {
+    pub s3_addr: SocketAddr,
+    pub admin_addr: SocketAddr,
+    /// The root key the region installed.
+    pub access_key: String,
+    pub secret_key: String,
+    /// Cancel to stop; then await `stopped`.
+    pub shutdown: CancellationToken,
+    pub stopped: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
 
 /// Where the two regions answer, and the key both accept.
 #[derive(Debug, Clone)]
@@ -37,7 +60,7 @@ pub struct Endpoints {
 }
 
 impl Endpoints {
-    pub fn source(&self) -> Client {
+    pub fn source(&self) -> anyhow::Result<Client> {
         Client::new(
             &self.source_s3,
             &self.source_region,
@@ -46,7 +69,7 @@ impl Endpoints {
         )
     }
 
-    pub fn dest(&self) -> Client {
+    pub fn dest(&self) -> anyhow::Result<Client> {
         Client::new(
             &self.dest_s3,
             &self.dest_region,
@@ -57,7 +80,7 @@ impl Endpoints {
 
     /// The source's admin listener (signed for us-east-1, as `godwit
     /// admin` does).
-    pub fn admin(&self) -> Client {
+    pub fn admin(&self) -> anyhow::Result<Client> {
         Client::admin(
             &self.source_admin,
             "us-east-1",
@@ -69,27 +92,23 @@ impl Endpoints {
 
 /// Regions started by this process; `stop` them (also on error paths).
 pub struct LocalRegions {
-    servers: Vec<(ServerHandle, tempfile::TempDir)>,
+    servers: Vec<(StartedRegion, tempfile::TempDir)>,
 }
 
 impl LocalRegions {
-    /// Starts `source` and `dest` with one freshly generated root key,
-    /// data dirs under `parent` (default: the system temp dir).
+    /// Starts `source` and `dest` through `launcher`, data dirs under
+    /// `parent` (default: the system temp dir).
     pub async fn start(
+        launcher: &dyn RegionLauncher,
         parent: Option<&Path>,
         source: &str,
         dest: &str,
     ) -> anyhow::Result<(LocalRegions, Endpoints)> {
-        let (id, secret) = generate_key_pair();
-        let creds = RootCredentials {
-            access_key_id: id,
-            secret_access_key: secret,
-        };
         let mut regions = LocalRegions {
             servers: Vec::new(),
         };
         for name in [source, dest] {
-            if let Err(e) = regions.start_one(parent, name, &creds).await {
+            if let Err(e) = regions.start_one(launcher, parent, name).await {
                 regions.stop().await;
                 return Err(e.context(format!("starting region {name}")));
             }
@@ -103,17 +122,17 @@ impl LocalRegions {
             source_region: source.to_string(),
             dest_s3: format!("http://{}", b.s3_addr),
             dest_region: dest.to_string(),
-            access_key: a.root.access_key_id.clone(),
-            secret_key: a.root.secret_access_key.clone(),
+            access_key: a.access_key.clone(),
+            secret_key: a.secret_key.clone(),
         };
         Ok((regions, endpoints))
     }
 
     async fn start_one(
         &mut self,
+        launcher: &dyn RegionLauncher,
         parent: Option<&Path>,
         name: &str,
-        creds: &RootCredentials,
     ) -> anyhow::Result<()> {
         let dir = match parent {
             Some(p) => tempfile::Builder::new()
@@ -124,43 +143,8 @@ impl LocalRegions {
                 .tempdir(),
         }
         .context("creating a temporary data dir")?;
-        // Both regions get the same root key: the remote is registered
-        // with it, and the demo signs everything with it.
-        write_private(
-            &dir.path().join(ROOT_CREDENTIALS_FILE),
-            &serde_json::to_vec(creds)?,
-        )?;
-        let args = ServerArgs {
-            config: None,
-            data_dir: Some(dir.path().to_path_buf()),
-            s3_listen: Some("127.0.0.1:0".into()),
-            admin_listen: Some("127.0.0.1:0".into()),
-            region: Some(name.into()),
-            domains: Vec::new(),
-            net: Default::default(),
-            storage: StorageArgs {
-                inline_threshold: None,
-                block_size: None,
-                min_part_size: None,
-                gc_grace_secs: None,
-                gc_interval_secs: None,
-                io_backend: None,
-                io_deadline_secs: None,
-                reserve_bytes: None,
-                meta_reserve_bytes: None,
-            },
-            // A short retry backoff: a hiccup must not stretch the figures
-            // by a minute-long sleep.
-            replication: ReplicationArgs {
-                replication_backoff_max_ms: Some(2_000),
-                replication_max_attempts: Some(1_000),
-                ..Default::default()
-            },
-            tier: Default::default(),
-            datanode_tier: Default::default(),
-        };
-        let handle = start_server(ServerConfig::resolve(args)?).await?;
-        self.servers.push((handle, dir));
+        let region = launcher.start(name, dir.path()).await?;
+        self.servers.push((region, dir));
         Ok(())
     }
 
@@ -196,17 +180,6 @@ impl LocalRegions {
     }
 }
 
-fn write_private(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    f.write_all(contents)?;
-    Ok(())
-}
-
 /// Bucket names of one run.
 #[derive(Debug, Clone)]
 pub struct Buckets {
@@ -222,7 +195,7 @@ pub async fn prepare(
     remote_name: &str,
     bandwidth_limit: Option<u64>,
 ) -> anyhow::Result<()> {
-    let (src, dst) = (e.source(), e.dest());
+    let (src, dst) = (e.source()?, e.dest()?);
     for b in [&buckets.standard, &buckets.rtc] {
         dst.create_bucket(b).await?;
         // S3 replicates only into versioned buckets.
@@ -239,7 +212,7 @@ pub async fn prepare(
         "region": e.dest_region,
         "bandwidth_limit": bandwidth_limit,
     });
-    e.admin()
+    e.admin()?
         .send_ok(
             Method::POST,
             "/admin/v1/remotes",

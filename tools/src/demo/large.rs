@@ -121,7 +121,7 @@ async fn upload(ctx: &Ctx, key: &str, block: &Bytes, bar: &ProgressBar) -> anyho
             let upload_id = &upload_id;
             async move {
                 let len = part_size.min(size - (n - 1) * part_size);
-                let body = reqwest::Body::wrap_stream(part_body(block.clone(), len, bar.clone()));
+                let body = Box::pin(part_body(block.clone(), len, bar.clone()));
                 let etag = source
                     .upload_part(bucket, key, upload_id, n as u32, body, len)
                     .await

@@ -32,7 +32,7 @@ pub struct BenchArgs {
 
     /// For an https endpoint: extra CA bundle, or no check at all.
     #[command(flatten)]
-    pub tls: crate::config::OutboundTlsArgs,
+    pub tls: godwit_common::net::tls::OutboundTlsArgs,
 
     /// Access key id (falls back to AWS_ACCESS_KEY_ID).
     #[arg(long, env = "GODWIT_ACCESS_KEY_ID", hide_env_values = true)]

@@ -4,12 +4,9 @@
 
 use clap::Parser;
 
-use super::args::BenchArgs;
-use super::client::S3Client;
-use super::report::{OpSummary, Summary};
-use super::run::execute;
-use crate::config::{ServerArgs, ServerConfig};
-use crate::roles::{start_server, ServerHandle};
+use godwit::config::{ServerArgs, ServerConfig};
+use godwit::roles::{start_server, ServerHandle};
+use godwit_tools::bench::{execute, BenchArgs, OpSummary, S3Client, Summary};
 
 #[derive(Parser)]
 struct BenchCli {

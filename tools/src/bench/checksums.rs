@@ -1,7 +1,8 @@
 //! `godwit bench checksums`: how fast one core computes each checksum and
 //! digest of the data path over an in-memory buffer, with the crates the
 //! gateway uses: CRC-64/XZ (OSS's `x-oss-hash-crc64ecma`, on every
-//! write), CRC-64/NVME, CRC32C and CRC32 (all `crc-fast`), MD5 (`md-5` with its assembly, the ETag, on every write)
+//! write), CRC-64/NVME, CRC32C and CRC32 (all `crc-fast`), MD5 (`md-5`
+//! with its assembly, the ETag, on every write)
 //! and SHA-256 (`sha2`, a signed payload).
 
 use std::hint::black_box;

@@ -2,7 +2,8 @@
 //! (SoftBank's blog, 2023) replayed on two Godwit regions in one command.
 //!
 //! It starts two regions in this process (temporary data dirs, ephemeral
-//! loopback ports, one generated root key), or uses two running ones given
+//! loopback ports, one generated root key; through the caller's
+//! [`RegionLauncher`]), or uses two running ones given
 //! by `--source-endpoint`/`--source-admin-endpoint`/`--dest-endpoint`;
 //! creates a versioned source bucket and two versioned destination buckets
 //! in the other region, one replicated without RTC and one with RTC
@@ -17,7 +18,7 @@
 //! and their data dirs removed on every path out, errors and Ctrl-C too.
 //!
 //! Layout: `regions` (start, stop, buckets and rules), `s3` (the signed
-//! requests), `fake` (CSV rows), `small` and `large` (the two phases),
+//! requests, over `common`'s `RemoteClient`), `fake` (CSV rows), `small` and `large` (the two phases),
 //! `metrics` (the Prometheus histogram), `report` (tables and JSON).
 
 mod fake;
@@ -36,7 +37,7 @@ use clap::Parser;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-pub use regions::{RULE_RTC, RULE_STANDARD};
+pub use regions::{RegionLauncher, StartedRegion, RULE_RTC, RULE_STANDARD};
 pub use report::{DemoReport, Destination, Percentiles, Phase};
 
 use regions::{Buckets, Endpoints, LocalRegions};
@@ -154,8 +155,8 @@ impl DemoArgs {
 
 /// Runs the demo and prints its report (tables, or JSON with `--json`).
 /// Fails when a destination did not receive everything in time.
-pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
-    let report = execute(&args).await?;
+pub async fn run(args: DemoArgs, launcher: &dyn RegionLauncher) -> anyhow::Result<()> {
+    let report = execute(&args, launcher).await?;
     if args.json {
         println!("{}", report.to_json());
     } else {
@@ -173,9 +174,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
 }
 
 /// Runs both phases and returns the report without printing it. Regions
-/// this call started are stopped and their data dirs removed before it
+/// this call started (through `launcher`, unless `--source-endpoint`
+/// names running ones) are stopped and their data dirs removed before it
 /// returns, whatever happened, Ctrl-C included.
-pub async fn execute(args: &DemoArgs) -> anyhow::Result<DemoReport> {
+pub async fn execute(args: &DemoArgs, launcher: &dyn RegionLauncher) -> anyhow::Result<DemoReport> {
     args.validate()?;
     let progress = Progress::new(!args.no_progress && !args.json, args.json);
     let (local, endpoints) = match &args.source_endpoint {
@@ -186,6 +188,7 @@ pub async fn execute(args: &DemoArgs) -> anyhow::Result<DemoReport> {
                 args.source_region, args.dest_region
             ));
             let (local, e) = LocalRegions::start(
+                launcher,
                 args.tmp_dir.as_deref(),
                 &args.source_region,
                 &args.dest_region,
@@ -252,9 +255,9 @@ async fn phases(
         .map(|d| d.as_millis())
         .unwrap_or(0);
     let ctx = Ctx {
-        source: endpoints.source(),
-        dest: endpoints.dest(),
-        admin: endpoints.admin(),
+        source: endpoints.source()?,
+        dest: endpoints.dest()?,
+        admin: endpoints.admin()?,
         prefix: format!("demo-{run_id}/"),
         endpoints,
         buckets,
