@@ -22,19 +22,11 @@ use std::time::SystemTime;
 use anyhow::Context;
 use base64::Engine;
 use godwit_common::net::s3_remote::{RequestSigner, ToSign, EMPTY_SHA256, UNSIGNED_PAYLOAD};
+use godwit_common::uri::uri_encode;
 use hmac::{Hmac, Mac};
-use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::percent_decode_str;
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
-
-/// AWS/OSS `UriEncode`: everything but `A-Za-z0-9-_.~`.
-const URI_ENCODE: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-/// V4's encoding of the `/bucket/key` resource keeps `/`.
-const PATH_ENCODE: &AsciiSet = &URI_ENCODE.remove(b'/');
 
 /// The query parameters oss2 signs in V1 (its `_subresource_key_set`),
 /// limited to those an S3/OSS client of this bench can send.
@@ -198,12 +190,7 @@ fn sign_v4(
 
     let mut pairs: Vec<(String, String)> = query
         .iter()
-        .map(|(k, v)| {
-            (
-                utf8_percent_encode(k, URI_ENCODE).to_string(),
-                utf8_percent_encode(v, URI_ENCODE).to_string(),
-            )
-        })
+        .map(|(k, v)| (uri_encode(k, true), uri_encode(v, true)))
         .collect();
     pairs.sort();
     let canonical_query: Vec<String> = pairs
@@ -213,7 +200,8 @@ fn sign_v4(
     let canonical_request = format!(
         "{}\n{}\n{}\n{}\n\n{}",
         req.method,
-        percent_encoding::percent_encode(resource, PATH_ENCODE),
+        // V4 encodes the `/bucket/key` resource keeping `/`.
+        uri_encode(resource, false),
         canonical_query.join("&"),
         canonical_headers(&headers, |n| n.starts_with("x-oss-")
             || n == "content-type"
