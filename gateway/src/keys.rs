@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{MetaError, ObjectMeta};
 
 use crate::auth::SecretLookup;
 use crate::error::S3Error;
@@ -30,14 +30,14 @@ pub const UNKNOWN_TTL: Duration = Duration::from_secs(2);
 pub const UNKNOWN_CAPACITY: u64 = 100_000;
 
 pub struct SecretCache {
-    meta: Arc<dyn MetaApi>,
+    meta: Arc<dyn ObjectMeta>,
     ttl: Duration,
     entries: Mutex<HashMap<String, (String, Instant)>>,
     unknown: moka::sync::Cache<String, ()>,
 }
 
 impl SecretCache {
-    pub fn new(meta: Arc<dyn MetaApi>, ttl: Duration) -> Self {
+    pub fn new(meta: Arc<dyn ObjectMeta>, ttl: Duration) -> Self {
         SecretCache {
             meta,
             ttl,
