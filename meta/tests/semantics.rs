@@ -1,4 +1,4 @@
-//! S3 semantics of the meta state machine, through `MetaApi` on a real
+//! S3 semantics of the meta state machine, through `ObjectMeta` on a real
 //! single-node `MetaNode` (Raft + rocksdb in a temporary directory).
 
 mod common;
