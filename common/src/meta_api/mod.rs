@@ -70,11 +70,10 @@ pub mod codec {
 }
 
 /// A response variant that does not belong to the request: a bug on the
-/// answering side.
-pub fn unexpected(r: &impl std::fmt::Debug) -> MetaError {
-    let text = format!("{r:?}");
-    let head: String = text.chars().take(80).collect();
-    MetaError::Internal(format!("unexpected meta response {head}"))
+/// answering side. Names only the variant expected (a response may carry
+/// secrets).
+pub fn unexpected(expected: &str) -> MetaError {
+    MetaError::Internal(format!("meta answered something else than {expected}"))
 }
 
 /// `ask!(self, Request::X { .. } => Response::Y)`: sends the request
@@ -83,7 +82,7 @@ macro_rules! ask {
     ($meta:expr, $req:expr => $resp:path) => {
         match $meta.call($req).await? {
             $resp(v) => Ok(v),
-            other => Err($crate::meta_api::unexpected(&other)),
+            _ => Err($crate::meta_api::unexpected(stringify!($resp))),
         }
     };
 }
