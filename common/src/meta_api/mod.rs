@@ -119,3 +119,98 @@ macro_rules! request_enum {
     };
 }
 pub(crate) use request_enum;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replication::{Lane, TaskOutcome};
+    use crate::types::{AccessKey, BucketInfo, VersioningState};
+
+    #[test]
+    fn requests_and_answers_cross_the_codec_unchanged() {
+        let req = ObjectRequest::GetObject {
+            bucket: "b".into(),
+            key: "k".into(),
+            version_id: None,
+        };
+        let back: ObjectRequest = codec::decode(&codec::encode(&req)).unwrap();
+        assert!(matches!(back, ObjectRequest::GetObject { key, .. } if key == "k"));
+        let ok: MetaResult<ObjectResponse> = Ok(ObjectResponse::Bucket(BucketInfo {
+            name: "b".into(),
+            created_ms: 1,
+            region: "r".into(),
+            versioning: VersioningState::Enabled,
+            owner: "o".into(),
+        }));
+        let back: MetaResult<ObjectResponse> = codec::decode(&codec::encode(&ok)).unwrap();
+        assert!(matches!(back, Ok(ObjectResponse::Bucket(b)) if b.name == "b"));
+        let err: MetaResult<BlockResponse> = Err(MetaError::NoSuchBucket);
+        let back: MetaResult<BlockResponse> = codec::decode(&codec::encode(&err)).unwrap();
+        assert_eq!(back.unwrap_err(), MetaError::NoSuchBucket);
+    }
+
+    /// Writes carry a request id (meta applies them once); only reads and
+    /// writes harmless to repeat go without.
+    #[test]
+    fn only_reads_and_harmless_writes_are_retried_without_a_request_id() {
+        let writes = [
+            ObjectRequest::DeleteBucket { name: "b".into() }.retry_safe(),
+            ObjectRequest::SetVersioning {
+                bucket: "b".into(),
+                state: VersioningState::Enabled,
+            }
+            .retry_safe(),
+            ReplicationRequest::AckTasks {
+                acks: vec![("t".into(), TaskOutcome::Done { latency_ms: 1 })],
+            }
+            .retry_safe(),
+            ReplicationRequest::LeaseTasks {
+                lane: Lane::Rtc,
+                max: 1,
+                lease_ms: 1,
+            }
+            .retry_safe(),
+            BlockRequest::ReportSlowDatanode {
+                node: 1,
+                reason: "r".into(),
+            }
+            .retry_safe(),
+            AdminRequest::PutAccessKey {
+                key: AccessKey {
+                    access_key_id: "a".into(),
+                    secret_access_key: "s".into(),
+                    name: "n".into(),
+                    created_ms: 0,
+                    is_root: false,
+                },
+            }
+            .retry_safe(),
+            AdminRequest::RetryFailed { bucket: "b".into() }.retry_safe(),
+        ];
+        assert!(writes.iter().all(|safe| !safe), "{writes:?}");
+        let reads = [
+            ObjectRequest::ListBuckets.retry_safe(),
+            ObjectRequest::ListRemotes.retry_safe(),
+            BlockRequest::AllocateBlocks { count: 1 }.retry_safe(),
+            BlockRequest::ListDatanodes.retry_safe(),
+            ReplicationRequest::ReplicationUpload {
+                bucket: "b".into(),
+                key: "k".into(),
+                upload_id: "u".into(),
+            }
+            .retry_safe(),
+            AdminRequest::Status.retry_safe(),
+        ];
+        assert!(reads.iter().all(|safe| *safe), "{reads:?}");
+        assert_eq!(ObjectRequest::ListBuckets.name(), "ListBuckets");
+        assert_eq!(
+            BlockRequest::StrayBlocks {
+                node: 1,
+                ids: vec![],
+                grace_ms: 0
+            }
+            .name(),
+            "StrayBlocks"
+        );
+    }
+}
