@@ -10,14 +10,14 @@ use anyhow::Context;
 use godwit_common::cluster::ClusterSecret;
 use godwit_common::net::MetaClient;
 use godwit_common::types::{AccessKey, DatanodeInfo};
-use godwit_common::{BlockStore, MetaApi};
+use godwit_common::{AdminMeta, BlockMeta, BlockStore};
 use godwit_datanode::{Datanode, DatanodeConfig};
 use godwit_gateway::{Gateway, GatewayConfig};
 use godwit_meta::{MetaConfig, MetaNode};
 use godwit_replication::Replicator;
 use tokio_util::sync::CancellationToken;
 
-use crate::admin::server::AdminState;
+use crate::admin::server::{AdminState, MetaHandles};
 use crate::config::{
     DatanodeRoleConfig, DatanodeTier, GatewayRoleConfig, IoBackend, MetaRoleConfig,
     ReplicatorRoleConfig, ServerConfig, Storage,
@@ -33,7 +33,7 @@ use godwit_common::clock::now_ms;
 
 /// Makes the configured root key the stored root key (replacing a root key
 /// whose secret changed).
-async fn install_root_key(meta: &dyn MetaApi, creds: &RootCredentials) -> anyhow::Result<()> {
+async fn install_root_key(meta: &dyn AdminMeta, creds: &RootCredentials) -> anyhow::Result<()> {
     let key = AccessKey {
         access_key_id: creds.access_key_id.clone(),
         secret_access_key: creds.secret_access_key.clone(),
@@ -63,7 +63,7 @@ fn gateway_config(region: &str, s: &Storage, domains: &[String]) -> GatewayConfi
 /// roles start) and returns the readiness flag.
 async fn start_admin(
     addr: &str,
-    meta: Option<Arc<dyn MetaApi>>,
+    meta: Option<MetaHandles>,
     serving: &listen::Serving,
     shutdown: &CancellationToken,
     tasks: &mut Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
@@ -148,7 +148,6 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         lease_guard: Duration::ZERO,
         ..cfg.tier.policy.clone()
     });
-    let meta_api: Arc<dyn MetaApi> = meta.clone();
     let datanode = Datanode::open(DatanodeConfig {
         node_id: LOCAL_DATANODE_ID,
         data_dir: cfg.data_dir.join("datanode"),
@@ -157,16 +156,15 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         reserve_bytes: cfg.storage.reserve_bytes,
     })
     .await?;
-    meta_api
-        .register_datanode(DatanodeInfo {
-            id: LOCAL_DATANODE_ID,
-            addr: "in-process".into(),
-            zone: cfg.datanode_tier.zone.clone(),
-        })
-        .await?;
-    install_root_key(meta_api.as_ref(), &root).await?;
+    meta.register_datanode(DatanodeInfo {
+        id: LOCAL_DATANODE_ID,
+        addr: "in-process".into(),
+        zone: cfg.datanode_tier.zone.clone(),
+    })
+    .await?;
+    install_root_key(meta.as_ref(), &root).await?;
     let gc = datanode.spawn_gc(
-        meta_api.clone(),
+        meta.clone(),
         cfg.storage.gc_grace,
         cfg.storage.gc_interval,
         shutdown.clone(),
@@ -174,7 +172,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
 
     let (heartbeat, scrubber) = start_datanode_upkeep(
         &datanode,
-        &meta_api,
+        meta.clone(),
         "in-process",
         &cfg.datanode_tier,
         &shutdown,
@@ -183,16 +181,17 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
     let nodes: HashMap<u64, Arc<dyn BlockStore>> =
         HashMap::from([(LOCAL_DATANODE_ID, datanode.clone() as Arc<dyn BlockStore>)]);
     let router: Arc<dyn godwit_common::BlockRouter> =
-        Arc::new(LocalRouter::new(nodes, cfg.storage.io_deadline).report_to(meta_api.clone()));
+        Arc::new(LocalRouter::new(nodes, cfg.storage.io_deadline).report_to(meta.clone()));
     meta.start_repair(router.clone());
     let gateway = Gateway::new(
         gateway_config(&cfg.region, &cfg.storage, &cfg.domains),
-        meta_api.clone(),
+        meta.clone(),
+        meta.clone(),
         router.clone(),
     );
-    let replicator =
-        Replicator::new(cfg.replication.clone(), meta_api.clone(), router).spawn(shutdown.clone());
-    admin.set_meta(meta_api.clone());
+    let replicator = Replicator::new(cfg.replication.clone(), meta.clone(), meta.clone(), router)
+        .spawn(shutdown.clone());
+    admin.set_meta(MetaHandles::of(meta.clone()));
     admin.set_meta_node(meta.clone(), root.clone());
     admin.set_on_key_created(Arc::new({
         let gateway = gateway.clone();
@@ -286,10 +285,9 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
         let shutdown = shutdown.clone();
         let node_id = cfg.node_id;
         async move {
-            let meta_api: Arc<dyn MetaApi> = meta;
             let mut attempts = 0u32;
             loop {
-                match install_root_key(meta_api.as_ref(), &root).await {
+                match install_root_key(meta.as_ref(), &root).await {
                     Ok(()) => break,
                     Err(e) => {
                         // Every 10 s.
@@ -304,7 +302,7 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
                     }
                 }
             }
-            admin.set_meta(meta_api);
+            admin.set_meta(MetaHandles::of(meta));
             admin.ready.store(true, Ordering::Release);
             tracing::info!(node_id, "meta role ready");
         }
@@ -319,7 +317,7 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
 /// A datanode's heartbeat and scrubber tasks.
 fn start_datanode_upkeep(
     datanode: &Arc<Datanode>,
-    meta: &Arc<dyn MetaApi>,
+    meta: Arc<dyn BlockMeta>,
     advertise: &str,
     tier: &DatanodeTier,
     shutdown: &CancellationToken,
@@ -331,7 +329,7 @@ fn start_datanode_upkeep(
         tier.heartbeat_interval,
         shutdown.clone(),
     );
-    let scrubber = datanode.spawn_scrubber(meta.clone(), tier.scrub.clone(), shutdown.clone());
+    let scrubber = datanode.spawn_scrubber(meta, tier.scrub.clone(), shutdown.clone());
     (heartbeat, scrubber)
 }
 
@@ -363,8 +361,7 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
     let advertise = advertised(&cfg.advertise, &serving);
     let mut tasks = Vec::new();
     let secret = ClusterSecret::new(&cfg.meta.cluster_secret);
-    let meta: Arc<dyn MetaApi> =
-        Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
+    let meta = Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
     let (admin, _) = start_admin(&cfg.admin_listen, None, &serving, &shutdown, &mut tasks).await?;
     let internal = listen::bind(&cfg.listen).await?;
     let datanode = Datanode::open(DatanodeConfig {
@@ -397,7 +394,7 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
         shutdown.clone(),
     );
     let (heartbeat, scrubber) =
-        start_datanode_upkeep(&datanode, &meta, &advertise, &cfg.tier, &shutdown);
+        start_datanode_upkeep(&datanode, meta.clone(), &advertise, &cfg.tier, &shutdown);
     admin.ready.store(true, Ordering::Release);
     tracing::info!(listen = %cfg.listen, node_id = cfg.node_id, zone = ?cfg.tier.zone, "datanode role ready");
     let result = join_all(tasks).await;
@@ -413,8 +410,7 @@ pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
     let serving = cfg.net.start(&shutdown)?;
     let mut tasks = Vec::new();
     let secret = ClusterSecret::new(&cfg.meta.cluster_secret);
-    let meta: Arc<dyn MetaApi> =
-        Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
+    let meta = Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
     let (admin, _) = start_admin(&cfg.admin_listen, None, &serving, &shutdown, &mut tasks).await?;
     let s3_listener = listen::bind(&cfg.s3_listen).await?;
     let router = NetworkRouter::new(secret, cfg.storage.io_deadline);
@@ -433,9 +429,10 @@ pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
     let gateway = Gateway::new(
         gateway_config(&cfg.region, &cfg.storage, &cfg.domains),
         meta.clone(),
+        meta.clone(),
         router,
     );
-    admin.set_meta(meta);
+    admin.set_meta(MetaHandles::of(meta));
     admin.set_on_key_created(Arc::new({
         let gateway = gateway.clone();
         move |id: &str| gateway.key_created(id)
@@ -457,8 +454,7 @@ pub async fn run_replicator(cfg: ReplicatorRoleConfig) -> anyhow::Result<()> {
     let serving = cfg.net.start(&shutdown)?;
     let mut tasks = Vec::new();
     let secret = ClusterSecret::new(&cfg.meta.cluster_secret);
-    let meta: Arc<dyn MetaApi> =
-        Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
+    let meta = Arc::new(MetaClient::new(cfg.meta.endpoints.clone(), secret.clone()));
     let (admin, _) = start_admin(&cfg.admin_listen, None, &serving, &shutdown, &mut tasks).await?;
     let router = NetworkRouter::new(secret, godwit_common::block_api::DEFAULT_IO_DEADLINE);
     until_ok("waiting for a registered datanode", || async {
@@ -470,8 +466,9 @@ pub async fn run_replicator(cfg: ReplicatorRoleConfig) -> anyhow::Result<()> {
     .await?;
     router.spawn_refresh(meta.clone(), Duration::from_secs(5));
     router.report_to(meta.clone());
-    let worker = Replicator::new(cfg.replication, meta.clone(), router).spawn(shutdown.clone());
-    admin.set_meta(meta);
+    let worker = Replicator::new(cfg.replication, meta.clone(), meta.clone(), router)
+        .spawn(shutdown.clone());
+    admin.set_meta(MetaHandles::of(meta));
     admin.ready.store(true, Ordering::Release);
     tracing::info!("replicator role ready");
     let result = join_all(tasks).await;

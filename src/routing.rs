@@ -11,13 +11,13 @@ use godwit_common::net::block_client::BlockHttp;
 use godwit_common::net::BlockClient;
 use godwit_common::suspects::Suspects;
 use godwit_common::types::NodeId;
-use godwit_common::{BlockRouter, BlockStore, MetaApi, MetaError};
+use godwit_common::{BlockMeta, BlockRouter, BlockStore, MetaError};
 
 /// Where routers send bad-copy and slow-node reports
 /// (`BlockRouter::report_bad_replica`, `report_slow_node`): meta, in a task
 /// of its own so a read or write never waits on it.
 #[derive(Default)]
-struct Reporter(OnceLock<Arc<dyn MetaApi>>, Suspects);
+struct Reporter(OnceLock<Arc<dyn BlockMeta>>, Suspects);
 
 impl Reporter {
     fn lease(&self, ids: Vec<String>, ttl: std::time::Duration) {
@@ -86,7 +86,7 @@ impl LocalRouter {
     }
 
     /// Sends bad-copy reports to `meta` (the first call wins).
-    pub fn report_to(self, meta: Arc<dyn MetaApi>) -> Self {
+    pub fn report_to(self, meta: Arc<dyn BlockMeta>) -> Self {
         let _ = self.reporter.0.set(meta);
         self
     }
@@ -141,12 +141,12 @@ impl NetworkRouter {
     }
 
     /// Sends bad-copy reports to `meta` (the first call wins).
-    pub fn report_to(&self, meta: Arc<dyn MetaApi>) {
+    pub fn report_to(&self, meta: Arc<dyn BlockMeta>) {
         let _ = self.reporter.0.set(meta);
     }
 
     /// Reloads the datanode list from meta; returns how many are known.
-    pub async fn refresh(&self, meta: &dyn MetaApi) -> anyhow::Result<usize> {
+    pub async fn refresh(&self, meta: &dyn BlockMeta) -> anyhow::Result<usize> {
         let list = meta.list_datanodes().await?;
         let mut nodes = self.nodes.write().expect("router lock");
         for dn in list {
@@ -162,7 +162,7 @@ impl NetworkRouter {
     }
 
     /// Refreshes every `period` so new datanodes are found.
-    pub fn spawn_refresh(self: &Arc<Self>, meta: Arc<dyn MetaApi>, period: std::time::Duration) {
+    pub fn spawn_refresh(self: &Arc<Self>, meta: Arc<dyn BlockMeta>, period: std::time::Duration) {
         let this = self.clone();
         tokio::spawn(async move {
             loop {

@@ -89,7 +89,7 @@ pub trait BlockRouter: Send + Sync + 'static {
     }
 
     /// A reader streams these blocks for `ttl` more (zero: it is done):
-    /// tell meta so GC keeps them (`MetaApi::lease_blocks`). Must not
+    /// tell meta so GC keeps them (`BlockMeta::lease_blocks`). Must not
     /// block; the default (routers without a meta link) does nothing.
     fn lease_blocks(&self, _ids: Vec<String>, _ttl: std::time::Duration) {}
 }

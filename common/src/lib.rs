@@ -1,5 +1,6 @@
-//! Shared vocabulary of Godwit's roles: wire types, the role traits (`MetaApi`,
-//! `BlockStore`), their errors, block tokens and the internal network clients.
+//! Shared vocabulary of Godwit's roles: wire types, the role traits (the
+//! meta contracts in `meta_api`, `BlockStore`), their errors, block tokens
+//! and the internal network clients.
 //!
 //! This crate owns no storage and no S3 parsing. `gateway` (and later
 //! `replication`) depend on this crate only, so they can never reach rocksdb,
@@ -25,4 +26,4 @@ pub mod uri;
 
 pub use block_api::{BlockRouter, BlockStore, ByteStream};
 pub use error::{BlockError, MetaError};
-pub use meta_api::MetaApi;
+pub use meta_api::{AdminMeta, BlockMeta, ObjectMeta, ReplicationMeta};

@@ -5,7 +5,7 @@
 //! blocks' references; GC then waits the grace period, counted from that
 //! moment, before deleting them. A read that outlasts the grace would be
 //! cut short, so a read still streaming after `LEASE_AFTER` leases its
-//! blocks from meta (`BlockRouter::lease_blocks` → `MetaApi::lease_blocks`,
+//! blocks from meta (`BlockRouter::lease_blocks` → `BlockMeta::lease_blocks`,
 //! kept in the leader's memory), renews the lease while it streams and
 //! releases it when it ends. Short reads, nearly all of them, never ask.
 

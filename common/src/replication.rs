@@ -129,7 +129,7 @@ pub struct OssRuleInfo {
 
 /// The OSS API's edits of one rule (OSS adds, closes and changes rules one
 /// at a time, where S3 replaces the whole configuration). Each is applied
-/// atomically by meta (`MetaApi::edit_replication_rule`).
+/// atomically by meta (`ObjectMeta::edit_replication_rule`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum RuleEdit {
     /// Appends a rule. `TooManyReplicationRules` when the bucket already

@@ -1,7 +1,7 @@
 //! Datanodes that missed an I/O deadline recently ("suspects"), as one
 //! process saw them: block writers skip them for new blocks and readers try
 //! them last, until `SUSPECT_FOR` has passed. Meta keeps its own list
-//! (`MetaApi::report_slow_datanode`) so that placement skips them for every
+//! (`BlockMeta::report_slow_datanode`) so that placement skips them for every
 //! gateway; this one spares the reporting process even the first timeout
 //! on its next request.
 //!

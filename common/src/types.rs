@@ -371,7 +371,7 @@ pub struct BlockAlloc {
     #[serde(default)]
     pub write_quorum: usize,
     /// The block's intent (DESIGN invariant 9) lives this long unless the
-    /// writer renews it (`MetaApi::renew_intents`); a commit naming a block
+    /// writer renews it (`BlockMeta::renew_intents`); a commit naming a block
     /// whose intent expired is refused. 0: the allocator records no intent.
     #[serde(default)]
     pub intent_ttl_ms: u64,

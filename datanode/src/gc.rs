@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use godwit_common::MetaApi;
+use godwit_common::BlockMeta;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -83,7 +83,7 @@ fn walk(
 
 impl Datanode {
     /// One GC pass; returns the number of blocks deleted.
-    pub async fn gc_once(&self, meta: &dyn MetaApi, grace: Duration) -> anyhow::Result<usize> {
+    pub async fn gc_once(&self, meta: &dyn BlockMeta, grace: Duration) -> anyhow::Result<usize> {
         let cutoff = SystemTime::now() - grace;
         let (tx, mut rx) = tokio::sync::mpsc::channel(1);
         let root = self.layout().root().to_path_buf();
@@ -126,7 +126,7 @@ impl Datanode {
     /// also interrupts a pass in progress).
     pub fn spawn_gc(
         self: &Arc<Self>,
-        meta: Arc<dyn MetaApi>,
+        meta: Arc<dyn BlockMeta>,
         grace: Duration,
         interval: Duration,
         shutdown: CancellationToken,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use godwit_common::types::DatanodeHeartbeat;
-use godwit_common::MetaApi;
+use godwit_common::BlockMeta;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -21,7 +21,7 @@ impl Datanode {
     /// Reports to meta every `interval`: address, zone, capacity, usage.
     pub fn spawn_heartbeat(
         self: &Arc<Self>,
-        meta: Arc<dyn MetaApi>,
+        meta: Arc<dyn BlockMeta>,
         addr: String,
         zone: Option<String>,
         interval: Duration,

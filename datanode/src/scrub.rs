@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use godwit_common::block_token::{self, BlockOp};
-use godwit_common::{BlockError, MetaApi};
+use godwit_common::{BlockError, BlockMeta};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -68,7 +68,11 @@ impl Datanode {
 
     /// One pass over every block at most `bytes_per_sec`; returns the
     /// number of corrupt copies found (each reported to meta).
-    pub async fn scrub_once(&self, meta: &dyn MetaApi, bytes_per_sec: u64) -> anyhow::Result<u64> {
+    pub async fn scrub_once(
+        &self,
+        meta: &dyn BlockMeta,
+        bytes_per_sec: u64,
+    ) -> anyhow::Result<u64> {
         let root = self.layout().root().to_path_buf();
         let blocks = blocking(move || {
             let mut ids = Vec::new();
@@ -124,7 +128,7 @@ impl Datanode {
     /// Runs `scrub_once` after every `cfg.interval` until `shutdown`.
     pub fn spawn_scrubber(
         self: &Arc<Self>,
-        meta: Arc<dyn MetaApi>,
+        meta: Arc<dyn BlockMeta>,
         cfg: ScrubConfig,
         shutdown: CancellationToken,
     ) -> JoinHandle<()> {

@@ -1,5 +1,5 @@
-//! GC of unreferenced blocks, against a tiny in-test `MetaApi` that only
-//! answers `unreferenced_blocks` (the datanode alone is under test here).
+//! GC of unreferenced blocks, against a tiny in-test `BlockMeta` that only
+//! answers which blocks are stray (the datanode alone is under test here).
 
 mod common;
 
@@ -10,22 +10,28 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use common::*;
-use godwit_common::meta_api::MetaResult;
-use godwit_common::{BlockError, BlockStore, MetaApi};
+use godwit_common::meta_api::{BlockRequest, BlockResponse, MetaResult};
+use godwit_common::{BlockError, BlockMeta, BlockStore};
 
 #[derive(Default)]
 struct FakeMeta {
     referenced: Mutex<HashSet<String>>,
-    /// Each `unreferenced_blocks` call's ids.
+    /// Each `stray_blocks` call's ids.
     asked: Mutex<Vec<Vec<String>>>,
 }
 
 #[async_trait]
-impl MetaApi for FakeMeta {
-    async fn unreferenced_blocks(&self, ids: Vec<String>) -> MetaResult<Vec<String>> {
+impl BlockMeta for FakeMeta {
+    /// Stray: every block not referenced (no placement, grace or intent).
+    async fn call(&self, req: BlockRequest) -> MetaResult<BlockResponse> {
+        let BlockRequest::StrayBlocks { ids, .. } = req else {
+            panic!("GC asked meta {}", req.variant_name());
+        };
         self.asked.lock().unwrap().push(ids.clone());
         let refs = self.referenced.lock().unwrap();
-        Ok(ids.into_iter().filter(|id| !refs.contains(id)).collect())
+        Ok(BlockResponse::Ids(
+            ids.into_iter().filter(|id| !refs.contains(id)).collect(),
+        ))
     }
 }
 

@@ -31,7 +31,7 @@ use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use godwit_common::block_api::BlockWritten;
 use godwit_common::types::{BlockAlloc, BlockRef, NodeId, ObjectData};
-use godwit_common::{BlockError, BlockRouter, ByteStream, MetaApi};
+use godwit_common::{BlockError, BlockMeta, BlockRouter, ByteStream};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
@@ -56,7 +56,7 @@ const MAX_STRAGGLING_BLOCKS: usize = 8;
 
 /// Where the bytes go and how they may be stored.
 pub struct WriteTarget<'a> {
-    pub meta: &'a Arc<dyn MetaApi>,
+    pub meta: &'a Arc<dyn BlockMeta>,
     pub router: &'a Arc<dyn BlockRouter>,
     pub block_size: u64,
     /// Bodies of at most this many bytes are kept inline (0: never).

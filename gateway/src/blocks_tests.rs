@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use godwit_common::block_api::BlockWritten;
-use godwit_common::meta_api::MetaResult;
+use godwit_common::meta_api::{BlockRequest, BlockResponse, MetaResult};
 use godwit_common::types::*;
 use godwit_common::BlockStore;
 
@@ -24,20 +24,28 @@ struct Allocator {
 }
 
 #[async_trait]
-impl MetaApi for Allocator {
-    async fn allocate_blocks(&self, count: usize) -> MetaResult<Vec<BlockAlloc>> {
-        Ok((0..count)
-            .map(|_| {
-                let n = self.next.fetch_add(1, Ordering::SeqCst);
-                BlockAlloc {
-                    id: format!("{n:032x}"),
-                    nodes: vec![1, 2],
-                    token: "t".into(),
-                    write_quorum: self.quorum,
-                    intent_ttl_ms: 0,
-                }
-            })
-            .collect())
+impl BlockMeta for Allocator {
+    /// Allocates; anything else (intent renewals) is unavailable.
+    async fn call(&self, req: BlockRequest) -> MetaResult<BlockResponse> {
+        let BlockRequest::AllocateBlocks { count } = req else {
+            return Err(godwit_common::MetaError::Unavailable(
+                req.variant_name().into(),
+            ));
+        };
+        Ok(BlockResponse::Allocated(
+            (0..count)
+                .map(|_| {
+                    let n = self.next.fetch_add(1, Ordering::SeqCst);
+                    BlockAlloc {
+                        id: format!("{n:032x}"),
+                        nodes: vec![1, 2],
+                        token: "t".into(),
+                        write_quorum: self.quorum,
+                        intent_ttl_ms: 0,
+                    }
+                })
+                .collect(),
+        ))
     }
 }
 
@@ -163,7 +171,7 @@ async fn ends<T>(f: impl std::future::Future<Output = T>) -> T {
         .expect("hung: a stalled replica blocked the call")
 }
 
-fn cluster(a: MemNode, b: MemNode) -> (Arc<dyn MetaApi>, Arc<Nodes>) {
+fn cluster(a: MemNode, b: MemNode) -> (Arc<dyn BlockMeta>, Arc<Nodes>) {
     let nodes = nodes([(1, Arc::new(a)), (2, Arc::new(b))]);
     (Arc::new(Allocator::default()), Arc::new(nodes))
 }
@@ -177,7 +185,7 @@ fn body_of(data: &[u8], chunk: usize) -> ByteStream {
 }
 
 async fn write(
-    meta: &Arc<dyn MetaApi>,
+    meta: &Arc<dyn BlockMeta>,
     router: Arc<dyn BlockRouter>,
     data: &[u8],
     inline: usize,
@@ -366,7 +374,7 @@ async fn reads_fail_over_to_the_next_replica_midway() {
 
 #[tokio::test]
 async fn a_write_quorum_tolerates_a_failed_replica() {
-    let meta: Arc<dyn MetaApi> = Arc::new(Allocator {
+    let meta: Arc<dyn BlockMeta> = Arc::new(Allocator {
         quorum: 1,
         ..Default::default()
     });
@@ -392,7 +400,7 @@ async fn a_write_quorum_tolerates_a_failed_replica() {
 
 #[tokio::test]
 async fn a_write_below_the_quorum_fails() {
-    let meta: Arc<dyn MetaApi> = Arc::new(Allocator {
+    let meta: Arc<dyn BlockMeta> = Arc::new(Allocator {
         quorum: 2,
         ..Default::default()
     });
@@ -430,7 +438,7 @@ async fn inline_reads_slice_the_range() {
 
 #[tokio::test]
 async fn a_replica_whose_channel_never_drains_does_not_block_the_write() {
-    let meta: Arc<dyn MetaApi> = Arc::new(Allocator {
+    let meta: Arc<dyn BlockMeta> = Arc::new(Allocator {
         quorum: 1,
         ..Default::default()
     });
@@ -469,7 +477,7 @@ async fn a_replica_whose_channel_never_drains_does_not_block_the_write() {
 
 #[tokio::test]
 async fn quorum_reached_returns_without_waiting_for_the_straggler() {
-    let meta: Arc<dyn MetaApi> = Arc::new(Allocator {
+    let meta: Arc<dyn BlockMeta> = Arc::new(Allocator {
         quorum: 1,
         ..Default::default()
     });
@@ -498,7 +506,7 @@ async fn quorum_reached_returns_without_waiting_for_the_straggler() {
 async fn a_straggler_that_acks_within_its_grace_is_named() {
     // Quorum 1 of 2 healthy nodes: both copies land and both are named,
     // whichever acked first.
-    let meta: Arc<dyn MetaApi> = Arc::new(Allocator {
+    let meta: Arc<dyn BlockMeta> = Arc::new(Allocator {
         quorum: 1,
         ..Default::default()
     });

@@ -1,6 +1,6 @@
 //! Keeping a writer's block intents alive (DESIGN invariant 9).
 //!
-//! `MetaApi::allocate_blocks` records an intent per block with a deadline
+//! `BlockMeta::allocate_blocks` records an intent per block with a deadline
 //! `BlockAlloc::intent_ttl_ms` ahead. A body that streams for longer than
 //! that (a slow client, a large part) must renew them, or its commit is
 //! refused: an `IntentKeeper` renews every intent it holds at a third of
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use godwit_common::MetaApi;
+use godwit_common::BlockMeta;
 use tokio::task::JoinHandle;
 
 /// Renewals never run more often than this, whatever the TTL.
@@ -36,7 +36,7 @@ impl IntentKeeper {
     /// intent, nothing to renew).
     pub fn hold(
         &mut self,
-        meta: &Arc<dyn MetaApi>,
+        meta: &Arc<dyn BlockMeta>,
         ids: impl IntoIterator<Item = String>,
         ttl_ms: u64,
     ) {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{MetaError, ObjectMeta};
 
 use crate::auth::SecretLookup;
 use crate::error::S3Error;
@@ -31,14 +31,14 @@ pub const KNOWN_CAPACITY: u64 = 100_000;
 pub const UNKNOWN_CAPACITY: u64 = 100_000;
 
 pub struct SecretCache {
-    meta: Arc<dyn MetaApi>,
+    meta: Arc<dyn ObjectMeta>,
     /// Secrets by access key id.
     entries: moka::sync::Cache<String, String>,
     unknown: moka::sync::Cache<String, ()>,
 }
 
 impl SecretCache {
-    pub fn new(meta: Arc<dyn MetaApi>, ttl: Duration) -> Self {
+    pub fn new(meta: Arc<dyn ObjectMeta>, ttl: Duration) -> Self {
         SecretCache {
             meta,
             entries: moka::sync::Cache::builder()

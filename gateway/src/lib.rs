@@ -1,11 +1,13 @@
 //! The S3 gateway: an axum app that speaks the S3 REST API and Alibaba's
 //! OSS dialect (`dialect`, `oss`), path-style or virtual-hosted (`vhost`),
 //! authenticates every request (`auth`), streams bodies (`body`, `blocks`)
-//! to datanodes and commits metadata through `MetaApi`.
+//! to datanodes and commits metadata through `ObjectMeta`.
 //!
 //! It never touches rocksdb or a disk: its only doors are the
-//! `godwit_common::MetaApi` and `godwit_common::BlockRouter` traits, so it
-//! runs the same against in-process roles or remote ones.
+//! `godwit_common::ObjectMeta` (buckets, objects, uploads),
+//! `godwit_common::BlockMeta` (block ids and intents for writes) and
+//! `godwit_common::BlockRouter` traits, so it runs the same against
+//! in-process roles or remote ones.
 
 pub mod auth;
 pub mod blocks;
@@ -26,7 +28,7 @@ use std::time::Instant;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use godwit_common::{BlockRouter, MetaApi};
+use godwit_common::{BlockMeta, BlockRouter, ObjectMeta};
 use http::{HeaderValue, Method, StatusCode};
 use tracing::Instrument;
 
@@ -76,7 +78,9 @@ impl Default for GatewayConfig {
 
 pub struct Gateway {
     pub(crate) cfg: GatewayConfig,
-    pub(crate) meta: Arc<dyn MetaApi>,
+    pub(crate) meta: Arc<dyn ObjectMeta>,
+    /// Block ids and write intents (the write path).
+    pub(crate) block_meta: Arc<dyn BlockMeta>,
     pub(crate) blocks: Arc<dyn BlockRouter>,
     pub(crate) keys: keys::SecretCache,
     pub(crate) buckets: s3::bucket_cache::BucketCache,
@@ -85,7 +89,8 @@ pub struct Gateway {
 impl Gateway {
     pub fn new(
         cfg: GatewayConfig,
-        meta: Arc<dyn MetaApi>,
+        meta: Arc<dyn ObjectMeta>,
+        block_meta: Arc<dyn BlockMeta>,
         blocks: Arc<dyn BlockRouter>,
     ) -> Arc<Self> {
         let keys = keys::SecretCache::new(meta.clone(), keys::SECRET_TTL);
@@ -94,6 +99,7 @@ impl Gateway {
         Arc::new(Gateway {
             cfg,
             meta,
+            block_meta,
             blocks,
             keys,
             buckets,
@@ -124,7 +130,7 @@ impl Gateway {
         max_size: u64,
     ) -> blocks::WriteTarget<'_> {
         blocks::WriteTarget {
-            meta: &self.meta,
+            meta: &self.block_meta,
             router: &self.blocks,
             block_size: self.cfg.block_size.max(1) as u64,
             inline_threshold: if allow_inline {

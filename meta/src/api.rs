@@ -1,16 +1,17 @@
-//! `MetaApi` on `MetaNode`: writes become commands committed through Raft;
-//! reads pass the read-index barrier and then read rocksdb directly.
+//! The meta contracts on `MetaNode`: each contract's `call` is one match
+//! (at the end of this file) whose arms run the node's logic, here, in
+//! `repl_api.rs` and in `tier.rs`. Writes become commands committed
+//! through Raft; reads pass the read-index barrier and then read rocksdb
+//! directly.
 
 use std::sync::Arc;
 
-use std::collections::BTreeMap;
-
 use async_trait::async_trait;
 use godwit_common::block_token::{self, BlockOp};
-use godwit_common::meta_api::MetaResult;
+use godwit_common::meta_api::*;
 use godwit_common::replication::*;
 use godwit_common::types::*;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::MetaError;
 use rocksdb::{IteratorMode, DB};
 
 use crate::command::{Command, Reply};
@@ -140,9 +141,13 @@ impl MetaNode {
     }
 }
 
-#[async_trait]
-impl MetaApi for MetaNode {
-    async fn create_bucket(&self, name: &str, region: &str, owner: &str) -> MetaResult<BucketInfo> {
+impl MetaNode {
+    pub(crate) async fn create_bucket_impl(
+        &self,
+        name: &str,
+        region: &str,
+        owner: &str,
+    ) -> MetaResult<BucketInfo> {
         let cmd = Command::CreateBucket {
             name: name.into(),
             region: region.into(),
@@ -155,24 +160,28 @@ impl MetaApi for MetaNode {
         }
     }
 
-    async fn get_bucket(&self, name: &str) -> MetaResult<BucketInfo> {
+    pub(crate) async fn get_bucket_impl(&self, name: &str) -> MetaResult<BucketInfo> {
         self.linearizable().await?;
         listing::load_bucket(&self.db, name)
     }
 
-    async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>> {
+    pub(crate) async fn list_buckets_impl(&self) -> MetaResult<Vec<BucketInfo>> {
         self.linearizable().await?;
         // Keys are the names: rocksdb order is name order.
         scan_all(&self.db, CF_BUCKETS)
     }
 
-    async fn delete_bucket(&self, name: &str) -> MetaResult<()> {
+    pub(crate) async fn delete_bucket_impl(&self, name: &str) -> MetaResult<()> {
         self.write(Command::DeleteBucket { name: name.into() })
             .await
             .map(|_| ())
     }
 
-    async fn set_versioning(&self, bucket: &str, state: VersioningState) -> MetaResult<()> {
+    pub(crate) async fn set_versioning_impl(
+        &self,
+        bucket: &str,
+        state: VersioningState,
+    ) -> MetaResult<()> {
         let cmd = Command::SetVersioning {
             bucket: bucket.into(),
             state,
@@ -180,7 +189,7 @@ impl MetaApi for MetaNode {
         self.write(cmd).await.map(|_| ())
     }
 
-    async fn put_object(&self, obj: NewObject) -> MetaResult<ObjectVersion> {
+    pub(crate) async fn put_object_impl(&self, obj: NewObject) -> MetaResult<ObjectVersion> {
         let cmd = Command::PutObject {
             obj: Box::new(obj),
             version_id: random_id(),
@@ -193,7 +202,7 @@ impl MetaApi for MetaNode {
         }
     }
 
-    async fn get_object(
+    pub(crate) async fn get_object_impl(
         &self,
         bucket: &str,
         key: &str,
@@ -206,7 +215,7 @@ impl MetaApi for MetaNode {
         Ok(ObjectRead { version, grant })
     }
 
-    async fn delete_object(
+    pub(crate) async fn delete_object_impl(
         &self,
         bucket: &str,
         key: &str,
@@ -226,18 +235,24 @@ impl MetaApi for MetaNode {
         }
     }
 
-    async fn list_objects(&self, q: ListObjectsQuery) -> MetaResult<ListObjectsPage> {
+    pub(crate) async fn list_objects_impl(
+        &self,
+        q: ListObjectsQuery,
+    ) -> MetaResult<ListObjectsPage> {
         self.linearizable().await?;
         self.blocking(move |db| listing::list_objects(db, &q)).await
     }
 
-    async fn list_versions(&self, q: ListVersionsQuery) -> MetaResult<ListVersionsPage> {
+    pub(crate) async fn list_versions_impl(
+        &self,
+        q: ListVersionsQuery,
+    ) -> MetaResult<ListVersionsPage> {
         self.linearizable().await?;
         self.blocking(move |db| listing::list_versions(db, &q))
             .await
     }
 
-    async fn create_upload(&self, u: NewUpload) -> MetaResult<UploadInfo> {
+    pub(crate) async fn create_upload_impl(&self, u: NewUpload) -> MetaResult<UploadInfo> {
         let now = now_ms();
         let cmd = Command::CreateUpload {
             upload: u,
@@ -250,7 +265,12 @@ impl MetaApi for MetaNode {
         }
     }
 
-    async fn get_upload(&self, bucket: &str, key: &str, upload_id: &str) -> MetaResult<UploadInfo> {
+    pub(crate) async fn get_upload_impl(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> MetaResult<UploadInfo> {
         self.linearizable().await?;
         listing::load_bucket(&self.db, bucket)?;
         match self
@@ -263,7 +283,7 @@ impl MetaApi for MetaNode {
         }
     }
 
-    async fn put_part(
+    pub(crate) async fn put_part_impl(
         &self,
         bucket: &str,
         key: &str,
@@ -281,7 +301,7 @@ impl MetaApi for MetaNode {
         self.write(cmd).await.map(|_| ())
     }
 
-    async fn list_parts(
+    pub(crate) async fn list_parts_impl(
         &self,
         bucket: &str,
         key: &str,
@@ -290,13 +310,16 @@ impl MetaApi for MetaNode {
         max: usize,
     ) -> MetaResult<ListPartsPage> {
         // get_upload passes the barrier and checks bucket and upload.
-        self.get_upload(bucket, key, upload_id).await?;
+        self.get_upload_impl(bucket, key, upload_id).await?;
         let upload_id = upload_id.to_string();
         self.blocking(move |db| listing::list_parts(db, &upload_id, marker, max))
             .await
     }
 
-    async fn complete_upload(&self, c: CompleteUpload) -> MetaResult<ObjectVersion> {
+    pub(crate) async fn complete_upload_impl(
+        &self,
+        c: CompleteUpload,
+    ) -> MetaResult<ObjectVersion> {
         // A dialect with a smaller minimum (OSS) may lower it, never raise it.
         let min_part_size = c
             .min_part_size
@@ -313,7 +336,12 @@ impl MetaApi for MetaNode {
         }
     }
 
-    async fn abort_upload(&self, bucket: &str, key: &str, upload_id: &str) -> MetaResult<()> {
+    pub(crate) async fn abort_upload_impl(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> MetaResult<()> {
         let cmd = Command::AbortUpload {
             bucket: bucket.into(),
             key: key.into(),
@@ -323,12 +351,15 @@ impl MetaApi for MetaNode {
         self.write(cmd).await.map(|_| ())
     }
 
-    async fn list_uploads(&self, q: ListUploadsQuery) -> MetaResult<ListUploadsPage> {
+    pub(crate) async fn list_uploads_impl(
+        &self,
+        q: ListUploadsQuery,
+    ) -> MetaResult<ListUploadsPage> {
         self.linearizable().await?;
         self.blocking(move |db| listing::list_uploads(db, &q)).await
     }
 
-    async fn get_access_key(&self, access_key_id: &str) -> MetaResult<AccessKey> {
+    pub(crate) async fn get_access_key_impl(&self, access_key_id: &str) -> MetaResult<AccessKey> {
         self.linearizable().await?;
         match self
             .db
@@ -340,26 +371,26 @@ impl MetaApi for MetaNode {
         }
     }
 
-    async fn put_access_key(&self, key: AccessKey) -> MetaResult<AccessKey> {
+    pub(crate) async fn put_access_key_impl(&self, key: AccessKey) -> MetaResult<AccessKey> {
         match self.write(Command::PutAccessKey { key }).await? {
             Reply::AccessKey(k) => Ok(k),
             r => Err(unexpected(r)),
         }
     }
 
-    async fn list_access_keys(&self) -> MetaResult<Vec<AccessKey>> {
+    pub(crate) async fn list_access_keys_impl(&self) -> MetaResult<Vec<AccessKey>> {
         self.linearizable().await?;
         scan_all(&self.db, CF_KEYS)
     }
 
-    async fn delete_access_key(&self, access_key_id: &str) -> MetaResult<()> {
+    pub(crate) async fn delete_access_key_impl(&self, access_key_id: &str) -> MetaResult<()> {
         let cmd = Command::DeleteAccessKey {
             access_key_id: access_key_id.into(),
         };
         self.write(cmd).await.map(|_| ())
     }
 
-    async fn allocate_blocks(&self, count: usize) -> MetaResult<Vec<BlockAlloc>> {
+    pub(crate) async fn allocate_blocks_impl(&self, count: usize) -> MetaResult<Vec<BlockAlloc>> {
         if count > MAX_BLOCKS_PER_ALLOCATION {
             return Err(MetaError::InvalidArgument(format!(
                 "at most {MAX_BLOCKS_PER_ALLOCATION} blocks per allocation"
@@ -392,7 +423,7 @@ impl MetaApi for MetaNode {
         Ok(out)
     }
 
-    async fn renew_intents(&self, ids: Vec<String>) -> MetaResult<Vec<String>> {
+    pub(crate) async fn renew_intents_impl(&self, ids: Vec<String>) -> MetaResult<Vec<String>> {
         let now = now_ms();
         let cmd = Command::RenewIntents {
             ids,
@@ -405,15 +436,14 @@ impl MetaApi for MetaNode {
         }
     }
 
-    async fn lease_blocks(&self, ids: Vec<String>, ttl_ms: u64) -> MetaResult<()> {
-        self.lease_blocks_impl(ids, ttl_ms).await
-    }
-
-    async fn unreferenced_blocks(&self, ids: Vec<String>) -> MetaResult<Vec<String>> {
+    pub(crate) async fn unreferenced_blocks_impl(
+        &self,
+        ids: Vec<String>,
+    ) -> MetaResult<Vec<String>> {
         self.pick_blocks(ids, |_, row| Ok(row.is_none())).await
     }
 
-    async fn register_datanode(&self, info: DatanodeInfo) -> MetaResult<()> {
+    pub(crate) async fn register_datanode_impl(&self, info: DatanodeInfo) -> MetaResult<()> {
         let id = info.id;
         self.write(Command::RegisterDatanode { info }).await?;
         // Registering counts as being heard from (liveness grace).
@@ -421,48 +451,12 @@ impl MetaApi for MetaNode {
         Ok(())
     }
 
-    async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
+    pub(crate) async fn list_datanodes_impl(&self) -> MetaResult<Vec<DatanodeInfo>> {
         self.linearizable().await?;
         scan_all(&self.db, CF_DATANODES)
     }
 
-    // ---- datanode tier (tier.rs) ----
-
-    async fn heartbeat(&self, hb: DatanodeHeartbeat) -> MetaResult<()> {
-        self.heartbeat_impl(hb).await
-    }
-
-    async fn report_bad_replica(
-        &self,
-        block_id: &str,
-        node: NodeId,
-        reason: &str,
-    ) -> MetaResult<()> {
-        self.report_bad_replica_impl(block_id, node, reason).await
-    }
-
-    async fn report_slow_datanode(&self, node: NodeId, reason: &str) -> MetaResult<()> {
-        self.report_slow_datanode_impl(node, reason).await
-    }
-
-    async fn datanode_status(&self) -> MetaResult<Vec<DatanodeStatus>> {
-        self.datanode_status_impl().await
-    }
-
-    async fn decommission_datanode(&self, id: NodeId) -> MetaResult<()> {
-        self.decommission_datanode_impl(id).await
-    }
-
-    async fn stray_blocks(
-        &self,
-        node: NodeId,
-        ids: Vec<String>,
-        grace_ms: u64,
-    ) -> MetaResult<Vec<String>> {
-        self.stray_blocks_impl(node, ids, grace_ms).await
-    }
-
-    async fn status(&self) -> MetaResult<MetaStatus> {
+    pub(crate) async fn status_impl(&self) -> MetaResult<MetaStatus> {
         let m = self.raft.metrics().borrow().clone();
         Ok(MetaStatus {
             node_id: m.id,
@@ -474,24 +468,14 @@ impl MetaApi for MetaNode {
             members: m.membership_config.voter_ids().collect(),
         })
     }
-    // ---- replication (repl_api.rs) ----
-
-    async fn put_bucket_replication(&self, bucket: &str, cfg: ReplicationConfig) -> MetaResult<()> {
-        self.put_bucket_replication_impl(bucket, cfg).await
-    }
-
-    async fn get_bucket_replication(&self, bucket: &str) -> MetaResult<ReplicationConfig> {
-        self.get_bucket_replication_impl(bucket).await
-    }
-
-    async fn delete_bucket_replication(&self, bucket: &str) -> MetaResult<()> {
+    pub(crate) async fn delete_bucket_replication_impl(&self, bucket: &str) -> MetaResult<()> {
         let cmd = Command::DeleteBucketReplication {
             bucket: bucket.into(),
         };
         self.write(cmd).await.map(|_| ())
     }
 
-    async fn edit_replication_rule(
+    pub(crate) async fn edit_replication_rule_impl(
         &self,
         bucket: &str,
         edit: RuleEdit,
@@ -506,92 +490,228 @@ impl MetaApi for MetaNode {
         }
     }
 
-    async fn put_object_tags(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<&str>,
-        tags: BTreeMap<String, String>,
-    ) -> MetaResult<String> {
-        self.put_object_tags_impl(bucket, key, version_id, tags)
-            .await
-    }
-
-    async fn put_remote(&self, remote: RemoteInfo) -> MetaResult<()> {
+    pub(crate) async fn put_remote_impl(&self, remote: RemoteInfo) -> MetaResult<()> {
         self.write(Command::PutRemote { remote }).await.map(|_| ())
     }
 
-    async fn list_remotes(&self) -> MetaResult<Vec<RemoteInfo>> {
-        self.list_remotes_impl().await
-    }
-
-    async fn delete_remote(&self, name: &str) -> MetaResult<()> {
+    pub(crate) async fn delete_remote_impl(&self, name: &str) -> MetaResult<()> {
         self.write(Command::DeleteRemote { name: name.into() })
             .await
             .map(|_| ())
     }
+}
 
-    async fn lease_tasks(
-        &self,
-        lane: Lane,
-        max: usize,
-        lease_ms: u64,
-    ) -> MetaResult<Vec<ReplicationTask>> {
-        self.lease_tasks_impl(lane, max, lease_ms).await
+#[async_trait]
+impl ObjectMeta for MetaNode {
+    async fn call(&self, req: ObjectRequest) -> MetaResult<ObjectResponse> {
+        use ObjectRequest as Q;
+        use ObjectResponse as A;
+        Ok(match req {
+            Q::CreateBucket {
+                name,
+                region,
+                owner,
+            } => A::Bucket(self.create_bucket_impl(&name, &region, &owner).await?),
+            Q::GetBucket { name } => A::Bucket(self.get_bucket_impl(&name).await?),
+            Q::ListBuckets => A::Buckets(self.list_buckets_impl().await?),
+            Q::DeleteBucket { name } => A::Done(self.delete_bucket_impl(&name).await?),
+            Q::SetVersioning { bucket, state } => {
+                A::Done(self.set_versioning_impl(&bucket, state).await?)
+            }
+            Q::PutObject { obj } => A::Version(Box::new(self.put_object_impl(*obj).await?)),
+            Q::GetObject {
+                bucket,
+                key,
+                version_id,
+            } => A::Read(Box::new(
+                self.get_object_impl(&bucket, &key, version_id.as_deref())
+                    .await?,
+            )),
+            Q::DeleteObject {
+                bucket,
+                key,
+                version_id,
+            } => A::Deleted(
+                self.delete_object_impl(&bucket, &key, version_id.as_deref())
+                    .await?,
+            ),
+            Q::DeleteObjectReplica {
+                bucket,
+                key,
+                version_id,
+                origin,
+            } => A::Deleted(
+                self.delete_object_replica_impl(&bucket, &key, version_id.as_deref(), origin)
+                    .await?,
+            ),
+            Q::ListObjects { q } => A::Objects(self.list_objects_impl(q).await?),
+            Q::ListVersions { q } => A::Versions(self.list_versions_impl(q).await?),
+            Q::PutObjectTags {
+                bucket,
+                key,
+                version_id,
+                tags,
+            } => A::VersionId(
+                self.put_object_tags_impl(&bucket, &key, version_id.as_deref(), tags)
+                    .await?,
+            ),
+            Q::CreateUpload { upload } => {
+                A::Upload(Box::new(self.create_upload_impl(*upload).await?))
+            }
+            Q::GetUpload {
+                bucket,
+                key,
+                upload_id,
+            } => A::Upload(Box::new(
+                self.get_upload_impl(&bucket, &key, &upload_id).await?,
+            )),
+            Q::PutPart {
+                bucket,
+                key,
+                upload_id,
+                part,
+            } => A::Done(self.put_part_impl(&bucket, &key, &upload_id, part).await?),
+            Q::ListParts {
+                bucket,
+                key,
+                upload_id,
+                marker,
+                max,
+            } => A::Parts(
+                self.list_parts_impl(&bucket, &key, &upload_id, marker, max)
+                    .await?,
+            ),
+            Q::CompleteUpload { complete } => {
+                A::Version(Box::new(self.complete_upload_impl(*complete).await?))
+            }
+            Q::AbortUpload {
+                bucket,
+                key,
+                upload_id,
+            } => A::Done(self.abort_upload_impl(&bucket, &key, &upload_id).await?),
+            Q::ListUploads { q } => A::Uploads(self.list_uploads_impl(q).await?),
+            Q::PutBucketReplication { bucket, cfg } => {
+                A::Done(self.put_bucket_replication_impl(&bucket, cfg).await?)
+            }
+            Q::GetBucketReplication { bucket } => {
+                A::Replication(self.get_bucket_replication_impl(&bucket).await?)
+            }
+            Q::DeleteBucketReplication { bucket } => {
+                A::Done(self.delete_bucket_replication_impl(&bucket).await?)
+            }
+            Q::EditReplicationRule { bucket, edit } => A::Rule(Box::new(
+                self.edit_replication_rule_impl(&bucket, edit).await?,
+            )),
+            Q::GetAccessKey { access_key_id } => {
+                A::AccessKey(self.get_access_key_impl(&access_key_id).await?)
+            }
+            Q::ListRemotes => A::Remotes(self.list_remotes_impl().await?),
+            Q::ReplicationStats { bucket } => {
+                A::Stats(self.replication_stats_impl(bucket.as_deref()).await?)
+            }
+        })
     }
+}
 
-    async fn ack_tasks(&self, acks: Vec<(String, TaskOutcome)>) -> MetaResult<()> {
-        self.ack_tasks_impl(acks).await
+#[async_trait]
+impl BlockMeta for MetaNode {
+    async fn call(&self, req: BlockRequest) -> MetaResult<BlockResponse> {
+        use BlockRequest as Q;
+        use BlockResponse as A;
+        Ok(match req {
+            Q::AllocateBlocks { count } => A::Allocated(self.allocate_blocks_impl(count).await?),
+            Q::RenewIntents { ids } => A::Ids(self.renew_intents_impl(ids).await?),
+            Q::LeaseBlocks { ids, ttl_ms } => A::Done(self.lease_blocks_impl(ids, ttl_ms).await?),
+            Q::UnreferencedBlocks { ids } => A::Ids(self.unreferenced_blocks_impl(ids).await?),
+            Q::StrayBlocks {
+                node,
+                ids,
+                grace_ms,
+            } => A::Ids(self.stray_blocks_impl(node, ids, grace_ms).await?),
+            Q::RegisterDatanode { info } => A::Done(self.register_datanode_impl(info).await?),
+            Q::ListDatanodes => A::Datanodes(self.list_datanodes_impl().await?),
+            Q::Heartbeat { hb } => A::Done(self.heartbeat_impl(hb).await?),
+            Q::ReportBadReplica {
+                block_id,
+                node,
+                reason,
+            } => A::Done(
+                self.report_bad_replica_impl(&block_id, node, &reason)
+                    .await?,
+            ),
+            Q::ReportSlowDatanode { node, reason } => {
+                A::Done(self.report_slow_datanode_impl(node, &reason).await?)
+            }
+        })
     }
+}
 
-    async fn replication_stats(&self, bucket: Option<&str>) -> MetaResult<Vec<RuleStats>> {
-        self.replication_stats_impl(bucket).await
+#[async_trait]
+impl ReplicationMeta for MetaNode {
+    async fn call(&self, req: ReplicationRequest) -> MetaResult<ReplicationResponse> {
+        use ReplicationRequest as Q;
+        use ReplicationResponse as A;
+        Ok(match req {
+            Q::LeaseTasks {
+                lane,
+                max,
+                lease_ms,
+            } => A::Tasks(self.lease_tasks_impl(lane, max, lease_ms).await?),
+            Q::AckTasks { acks } => A::Done(self.ack_tasks_impl(acks).await?),
+            Q::ReplicationUpload {
+                bucket,
+                key,
+                upload_id,
+            } => A::Upload(Box::new(
+                self.replication_upload_impl(&bucket, &key, &upload_id)
+                    .await?,
+            )),
+            Q::SetRemoteUploadId {
+                bucket,
+                key,
+                upload_id,
+                destination,
+                remote_upload_id,
+            } => A::UploadId(
+                self.set_remote_upload_id_impl(
+                    &bucket,
+                    &key,
+                    &upload_id,
+                    &destination,
+                    &remote_upload_id,
+                )
+                .await?,
+            ),
+            Q::BackfillScan {
+                bucket,
+                rule_id,
+                start_after,
+                max,
+            } => A::ScannedTo(
+                self.backfill_scan_impl(&bucket, &rule_id, start_after.as_deref(), max)
+                    .await?,
+            ),
+        })
     }
+}
 
-    async fn retry_failed(&self, bucket: &str) -> MetaResult<u64> {
-        self.retry_failed_impl(bucket).await
-    }
-
-    async fn replication_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-    ) -> MetaResult<ReplUpload> {
-        self.replication_upload_impl(bucket, key, upload_id).await
-    }
-
-    async fn set_remote_upload_id(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        destination: &str,
-        remote_upload_id: &str,
-    ) -> MetaResult<String> {
-        self.set_remote_upload_id_impl(bucket, key, upload_id, destination, remote_upload_id)
-            .await
-    }
-
-    async fn backfill_scan(
-        &self,
-        bucket: &str,
-        rule_id: &str,
-        start_after: Option<&str>,
-        max: usize,
-    ) -> MetaResult<Option<String>> {
-        self.backfill_scan_impl(bucket, rule_id, start_after, max)
-            .await
-    }
-
-    async fn delete_object_replica(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<&str>,
-        origin: ReplicaOrigin,
-    ) -> MetaResult<DeleteOutcome> {
-        self.delete_object_replica_impl(bucket, key, version_id, origin)
-            .await
+#[async_trait]
+impl AdminMeta for MetaNode {
+    async fn call(&self, req: AdminRequest) -> MetaResult<AdminResponse> {
+        use AdminRequest as Q;
+        use AdminResponse as A;
+        Ok(match req {
+            Q::Status => A::Status(self.status_impl().await?),
+            Q::DatanodeStatus => A::Datanodes(self.datanode_status_impl().await?),
+            Q::DecommissionDatanode { id } => A::Done(self.decommission_datanode_impl(id).await?),
+            Q::PutAccessKey { key } => A::AccessKey(self.put_access_key_impl(key).await?),
+            Q::ListAccessKeys => A::AccessKeys(self.list_access_keys_impl().await?),
+            Q::DeleteAccessKey { access_key_id } => {
+                A::Done(self.delete_access_key_impl(&access_key_id).await?)
+            }
+            Q::PutRemote { remote } => A::Done(self.put_remote_impl(remote).await?),
+            Q::DeleteRemote { name } => A::Done(self.delete_remote_impl(&name).await?),
+            Q::RetryFailed { bucket } => A::Count(self.retry_failed_impl(&bucket).await?),
+        })
     }
 }

@@ -512,7 +512,10 @@ pub(crate) async fn leader_hint(
     req: Request,
     next: Next,
 ) -> Response {
-    let is_rpc = req.uri().path().starts_with("/meta/v1/");
+    let is_rpc = req
+        .uri()
+        .path()
+        .starts_with(godwit_common::net::meta_client::META_RPC_PREFIX);
     let mut resp = next.run(req).await;
     if is_rpc {
         if let Some(v) = node

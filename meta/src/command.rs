@@ -178,7 +178,7 @@ pub enum Command {
     DeleteBucketReplication {
         bucket: String,
     },
-    /// One OSS rule edit (`MetaApi::edit_replication_rule`).
+    /// One OSS rule edit (`ObjectMeta::edit_replication_rule`).
     EditReplicationRule {
         bucket: String,
         edit: RuleEdit,

@@ -1,5 +1,5 @@
 //! Leader routing for a node that is not the leader, so that any meta node
-//! accepts any `MetaApi` call:
+//! accepts any call of any meta contract:
 //!
 //! - **Writes** are forwarded as the `Command` this node built (ids and
 //!   timestamps already chosen) to the leader's `/raft/forward`, which

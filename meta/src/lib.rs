@@ -2,16 +2,18 @@
 //! keys, block reference counts and datanode registrations, replicated with
 //! openraft and stored in rocksdb (Raft log and state machine in one DB).
 //!
-//! Its door is `godwit_common::MetaApi`, implemented here by `MetaNode` and
-//! served to other processes by `router` (the network twin is
-//! `godwit_common::net::MetaClient`). This crate never touches object bytes
+//! Its doors are the contracts of `godwit_common::meta_api` (`ObjectMeta`,
+//! `BlockMeta`, `ReplicationMeta`, `AdminMeta`), implemented here by
+//! `MetaNode` and served to other processes by `router` (the network twin
+//! is `godwit_common::net::MetaClient`). This crate never touches object bytes
 //! or datanode disks: it names blocks and hands out tokens for them.
 //!
 //! Map: `command.rs` (what the log carries), `proposer.rs` (group commit),
 //! `apply/` (the deterministic state machine logic, with the replication
 //! outbox in `apply/outbox.rs`), `store/` (rocksdb: log, state machine,
 //! snapshots), `listing.rs` (range scans), `api.rs` + `repl_api.rs`
-//! (`MetaApi`), `network.rs` + `rpc.rs` (HTTP transport), `metrics.rs`; the datanode tier:
+//! (the contracts), `network.rs` + `rpc.rs` (HTTP transport), `metrics.rs`;
+//! the datanode tier:
 //! `tier.rs` (liveness, placement policy), `placement.rs`, `repair.rs`.
 
 // openraft's StorageError is large and is the Err of every storage trait

@@ -1,7 +1,7 @@
 //! `MetaNode`: one meta replica. Opens the rocksdb store, starts openraft
 //! on it, bootstraps a single-node cluster when asked, and runs the
 //! proposer (group commit) and the metrics follower. `api.rs` implements
-//! `MetaApi` on it; `rpc.rs` serves it.
+//! the meta contracts on it; `rpc.rs` serves them.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -55,7 +55,7 @@ pub struct MetaConfig {
     pub node_id: u64,
     /// rocksdb lives in `data_dir/db`, snapshots in `data_dir/snapshots`.
     pub data_dir: PathBuf,
-    /// `host:port` of this node's internal listener (Raft and MetaApi RPC).
+    /// `host:port` of this node's internal listener (Raft and meta RPC).
     pub advertise_addr: String,
     pub cluster_secret: ClusterSecret,
     /// Informational: the gateway decides what it stores inline.

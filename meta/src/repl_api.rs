@@ -1,5 +1,5 @@
-//! The replication half of `MetaApi` on `MetaNode` (api.rs delegates
-//! here): writes become commands, reads pass the read-index barrier and
+//! The replication calls on `MetaNode` (the contracts' matches in
+//! api.rs call these): writes become commands, reads pass the read-index barrier and
 //! then read rocksdb.
 
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! door (`rpc.rs`, header `REQUEST_ID_HEADER`) to `MetaNode::write`, which
 //! attaches it to the command it proposes (`apply/dedup.rs`).
 //!
-//! `MetaApi` methods take no request id, so the id travels as a task-local
+//! Meta contract calls take no request id, so the id travels as a task-local
 //! set around the call: a call retried by its client with the same id on
 //! another node makes the same ids there. A method that writes more than
 //! once (none does today) gives its later writes `id/1`, `id/2`, ... in

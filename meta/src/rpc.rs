@@ -1,7 +1,8 @@
 //! The meta node's internal HTTP listener: the Raft RPC of its peers
-//! (`/raft/*`, sent by `network.rs`) and `MetaApi` for remote callers
-//! (`/meta/v1/<method>`, sent by `godwit_common::net::MetaClient`, whose
-//! module holds the request structs). Every route demands the cluster
+//! (`/raft/*`, sent by `network.rs`) and the meta contracts for remote
+//! callers (`/meta/v2/<contract>`, one endpoint per contract of
+//! `godwit_common::meta_api`, sent by `godwit_common::net::MetaClient`).
+//! Every route demands the cluster
 //! credential (401 otherwise). A meta call's `REQUEST_ID_HEADER` becomes
 //! the request id of the commands it proposes, so a client that retries a
 //! write with the same id has it applied once (`apply/dedup.rs`).
@@ -15,10 +16,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use godwit_common::cluster::CLUSTER_AUTH_HEADER;
-use godwit_common::net::meta_client::{wire, REQUEST_ID_HEADER};
-use godwit_common::replication::RemoteInfo;
-use godwit_common::types::*;
-use godwit_common::MetaApi;
+use godwit_common::meta_api::*;
+use godwit_common::net::meta_client::{META_RPC_PREFIX, REQUEST_ID_HEADER};
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
 
 use crate::command::TypeConfig;
@@ -35,7 +34,7 @@ pub fn router(node: Arc<MetaNode>) -> Router {
         .route(PATH_APPEND, post(raft_append))
         .route(PATH_VOTE, post(raft_vote))
         .route(PATH_SNAPSHOT, post(raft_snapshot))
-        .route("/meta/v1/{method}", post(meta_call))
+        .route(&format!("{META_RPC_PREFIX}{{contract}}"), post(meta_call))
         .merge(crate::cluster::routes())
         .layer(axum::middleware::from_fn_with_state(
             node.clone(),
@@ -112,20 +111,9 @@ async fn raft_snapshot(
     }
 }
 
-/// Decodes the body as `$req`, binds it to `$r`, and answers the JSON
-/// `Result` of `$call`.
-macro_rules! rpc {
-    ($body:expr, $req:ty, |$r:ident| $call:expr) => {
-        match serde_json::from_slice::<$req>(&$body) {
-            Ok($r) => Json($call.await).into_response(),
-            Err(e) => bad_request(e),
-        }
-    };
-}
-
 async fn meta_call(
     State(node): State<Arc<MetaNode>>,
-    Path(method): Path<String>,
+    Path(contract): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -138,130 +126,37 @@ async fn meta_call(
         .get(REQUEST_ID_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    crate::request_id::scope(id.as_deref(), dispatch(&node, &method, body)).await
+    crate::request_id::scope(id.as_deref(), dispatch(&node, &contract, body)).await
 }
 
-async fn dispatch(node: &MetaNode, method: &str, body: Bytes) -> Response {
-    let n = node;
-    match method {
-        "create_bucket" => rpc!(body, wire::CreateBucket, |r| n
-            .create_bucket(&r.name, &r.region, &r.owner)),
-        "get_bucket" => rpc!(body, wire::Bucket, |r| n.get_bucket(&r.name)),
-        "list_buckets" => rpc!(body, wire::Empty, |_r| n.list_buckets()),
-        "delete_bucket" => rpc!(body, wire::Bucket, |r| n.delete_bucket(&r.name)),
-        "set_versioning" => rpc!(body, wire::SetVersioning, |r| n
-            .set_versioning(&r.bucket, r.state)),
-        "put_object" => rpc!(body, NewObject, |r| n.put_object(r)),
-        "get_object" => rpc!(body, wire::Object, |r| n.get_object(
-            &r.bucket,
-            &r.key,
-            r.version_id.as_deref()
-        )),
-        "delete_object" => rpc!(body, wire::Object, |r| n.delete_object(
-            &r.bucket,
-            &r.key,
-            r.version_id.as_deref()
-        )),
-        "list_objects" => rpc!(body, ListObjectsQuery, |r| n.list_objects(r)),
-        "list_versions" => rpc!(body, ListVersionsQuery, |r| n.list_versions(r)),
-        "create_upload" => rpc!(body, NewUpload, |r| n.create_upload(r)),
-        "get_upload" => rpc!(body, wire::Upload, |r| n.get_upload(
-            &r.bucket,
-            &r.key,
-            &r.upload_id
-        )),
-        "put_part" => rpc!(body, wire::PutPart, |r| n.put_part(
-            &r.bucket,
-            &r.key,
-            &r.upload_id,
-            r.part
-        )),
-        "list_parts" => rpc!(body, wire::ListParts, |r| n.list_parts(
-            &r.bucket,
-            &r.key,
-            &r.upload_id,
-            r.marker,
-            r.max
-        )),
-        "complete_upload" => rpc!(body, CompleteUpload, |r| n.complete_upload(r)),
-        "abort_upload" => rpc!(body, wire::Upload, |r| n.abort_upload(
-            &r.bucket,
-            &r.key,
-            &r.upload_id
-        )),
-        "list_uploads" => rpc!(body, ListUploadsQuery, |r| n.list_uploads(r)),
-        "get_access_key" => rpc!(body, wire::AccessKeyId, |r| n
-            .get_access_key(&r.access_key_id)),
-        "put_access_key" => rpc!(body, AccessKey, |r| n.put_access_key(r)),
-        "list_access_keys" => rpc!(body, wire::Empty, |_r| n.list_access_keys()),
-        "delete_access_key" => rpc!(body, wire::AccessKeyId, |r| n
-            .delete_access_key(&r.access_key_id)),
-        "allocate_blocks" => rpc!(body, wire::AllocateBlocks, |r| n.allocate_blocks(r.count)),
-        "unreferenced_blocks" => rpc!(body, wire::BlockIds, |r| n.unreferenced_blocks(r.ids)),
-        "register_datanode" => rpc!(body, DatanodeInfo, |r| n.register_datanode(r)),
-        "list_datanodes" => rpc!(body, wire::Empty, |_r| n.list_datanodes()),
-        "heartbeat" => rpc!(body, DatanodeHeartbeat, |r| n.heartbeat(r)),
-        "report_bad_replica" => rpc!(body, wire::BadReplica, |r| n.report_bad_replica(
-            &r.block_id,
-            r.node,
-            &r.reason
-        )),
-        "report_slow_datanode" => rpc!(body, wire::SlowDatanode, |r| n
-            .report_slow_datanode(r.node, &r.reason)),
-        "datanode_status" => rpc!(body, wire::Empty, |_r| n.datanode_status()),
-        "decommission_datanode" => rpc!(body, wire::DatanodeId, |r| n.decommission_datanode(r.id)),
-        "stray_blocks" => rpc!(body, wire::StrayBlocks, |r| n
-            .stray_blocks(r.node, r.ids, r.grace_ms)),
-        "renew_intents" => rpc!(body, wire::BlockIds, |r| n.renew_intents(r.ids)),
-        "lease_blocks" => rpc!(body, wire::LeaseBlocks, |r| n.lease_blocks(r.ids, r.ttl_ms)),
-        "status" => rpc!(body, wire::Empty, |_r| n.status()),
-        "put_bucket_replication" => rpc!(body, wire::PutBucketReplication, |r| n
-            .put_bucket_replication(&r.bucket, r.cfg)),
-        "get_bucket_replication" => rpc!(body, wire::Bucket, |r| n.get_bucket_replication(&r.name)),
-        "edit_replication_rule" => rpc!(body, wire::EditReplicationRule, |r| n
-            .edit_replication_rule(&r.bucket, r.edit)),
-        "delete_bucket_replication" => {
-            rpc!(body, wire::Bucket, |r| n.delete_bucket_replication(&r.name))
-        }
-        "put_object_tags" => rpc!(body, wire::PutObjectTags, |r| n.put_object_tags(
-            &r.bucket,
-            &r.key,
-            r.version_id.as_deref(),
-            r.tags
-        )),
-        "put_remote" => rpc!(body, RemoteInfo, |r| n.put_remote(r)),
-        "list_remotes" => rpc!(body, wire::Empty, |_r| n.list_remotes()),
-        "delete_remote" => rpc!(body, wire::RemoteName, |r| n.delete_remote(&r.name)),
-        "lease_tasks" => rpc!(body, wire::LeaseTasks, |r| n
-            .lease_tasks(r.lane, r.max, r.lease_ms)),
-        "ack_tasks" => rpc!(body, wire::AckTasks, |r| n.ack_tasks(r.acks)),
-        "replication_stats" => rpc!(body, wire::ReplicationStats, |r| n
-            .replication_stats(r.bucket.as_deref())),
-        "retry_failed" => rpc!(body, wire::Bucket, |r| n.retry_failed(&r.name)),
-        "replication_upload" => rpc!(body, wire::Upload, |r| n.replication_upload(
-            &r.bucket,
-            &r.key,
-            &r.upload_id
-        )),
-        "set_remote_upload_id" => rpc!(body, wire::SetRemoteUploadId, |r| n.set_remote_upload_id(
-            &r.bucket,
-            &r.key,
-            &r.upload_id,
-            &r.destination,
-            &r.remote_upload_id
-        )),
-        "backfill_scan" => rpc!(body, wire::BackfillScan, |r| n.backfill_scan(
-            &r.bucket,
-            &r.rule_id,
-            r.start_after.as_deref(),
-            r.max
-        )),
-        "delete_object_replica" => rpc!(body, wire::DeleteObjectReplica, |r| n
-            .delete_object_replica(&r.bucket, &r.key, r.version_id.as_deref(), r.origin)),
+/// One arm per contract: the node's `call` of that contract answers.
+async fn dispatch(node: &MetaNode, contract: &str, body: Bytes) -> Response {
+    match contract {
+        ObjectRequest::CONTRACT => serve(&body, |r| ObjectMeta::call(node, r)).await,
+        BlockRequest::CONTRACT => serve(&body, |r| BlockMeta::call(node, r)).await,
+        ReplicationRequest::CONTRACT => serve(&body, |r| ReplicationMeta::call(node, r)).await,
+        AdminRequest::CONTRACT => serve(&body, |r| AdminMeta::call(node, r)).await,
         _ => (
             StatusCode::NOT_FOUND,
-            format!("unknown meta method {method}"),
+            format!("unknown meta contract {contract}"),
         )
             .into_response(),
+    }
+}
+
+/// Decodes a request of contract `R`, runs it, and encodes its `Result`.
+async fn serve<R, F, Fut>(body: &[u8], call: F) -> Response
+where
+    R: MetaRequest,
+    F: FnOnce(R) -> Fut,
+    Fut: std::future::Future<Output = MetaResult<R::Response>>,
+{
+    match codec::decode::<R>(body) {
+        Ok(req) => (
+            [(axum::http::header::CONTENT_TYPE, codec::CONTENT_TYPE)],
+            codec::encode(&call(req).await),
+        )
+            .into_response(),
+        Err(e) => (StatusCode::BAD_REQUEST, format!("bad request body: {e}")).into_response(),
     }
 }

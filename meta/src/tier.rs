@@ -1,7 +1,7 @@
 //! The datanode tier as meta sees it: liveness from heartbeats, the
 //! placement policy (replication factor, write quorum), bad-copy reports
 //! waiting for the repair loop, datanodes reported slow (suspects), and
-//! the `MetaApi` methods that serve them.
+//! the `BlockMeta` and `AdminMeta` calls that serve them.
 //!
 //! What must survive a leader change goes through Raft: registrations,
 //! admin states (`Decommissioning`), block placements. Liveness does not:

@@ -8,7 +8,7 @@ use common::*;
 use godwit_common::cluster::{ClusterSecret, CLUSTER_AUTH_HEADER};
 use godwit_common::net::MetaClient;
 use godwit_common::types::*;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{AdminMeta, BlockMeta, MetaError, ObjectMeta};
 
 #[tokio::test]
 async fn meta_client_speaks_meta_api_over_http() {
@@ -85,8 +85,8 @@ async fn meta_client_speaks_meta_api_over_http() {
     // The node answers only with the cluster credential.
     let http = reqwest::Client::new();
     let r = http
-        .post(format!("{url}/meta/v1/list_buckets"))
-        .json(&serde_json::json!({}))
+        .post(format!("{url}/meta/v2/objects"))
+        .json(&serde_json::json!("ListBuckets"))
         .send()
         .await
         .unwrap();

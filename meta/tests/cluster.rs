@@ -13,7 +13,7 @@ use godwit_common::cluster::ClusterSecret;
 use godwit_common::net::MetaClient;
 use godwit_common::replication::*;
 use godwit_common::types::*;
-use godwit_common::MetaApi;
+use godwit_common::{AdminMeta, ObjectMeta, ReplicationMeta};
 use godwit_meta::MetaNode;
 use openraft::BasicNode;
 

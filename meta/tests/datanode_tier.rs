@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use godwit_common::types::*;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{AdminMeta, BlockMeta, MetaError, ObjectMeta};
 use godwit_meta::{DatanodePolicy, MetaNode};
 
 async fn open_rf3(dir: &std::path::Path) -> std::sync::Arc<MetaNode> {

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use godwit_common::types::*;
-use godwit_common::MetaApi;
+use godwit_common::{BlockMeta, ObjectMeta};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixty_four_concurrent_puts_share_fsyncs() {

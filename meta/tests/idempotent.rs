@@ -7,39 +7,42 @@ mod common;
 
 use common::*;
 use godwit_common::cluster::CLUSTER_AUTH_HEADER;
-use godwit_common::meta_api::MetaResult;
-use godwit_common::net::meta_client::REQUEST_ID_HEADER;
+use godwit_common::meta_api::{codec, MetaRequest, MetaResult, ObjectRequest, ObjectResponse};
+use godwit_common::net::meta_client::{META_RPC_PREFIX, REQUEST_ID_HEADER};
 use godwit_common::types::*;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{MetaError, ObjectMeta};
 
 fn bearer() -> String {
     godwit_common::cluster::ClusterSecret::new(SECRET).bearer()
 }
 
-/// POSTs `body` to `/meta/v1/{method}`, with `id` as the request id.
-async fn call<T: serde::de::DeserializeOwned>(
-    url: &str,
-    method: &str,
-    body: &impl serde::Serialize,
-    id: Option<&str>,
-) -> MetaResult<T> {
+/// POSTs `body` to the objects endpoint, with `id` as the request id.
+async fn call(url: &str, body: &ObjectRequest, id: Option<&str>) -> MetaResult<ObjectResponse> {
     let mut req = reqwest::Client::new()
-        .post(format!("{url}/meta/v1/{method}"))
+        .post(format!("{url}{META_RPC_PREFIX}{}", ObjectRequest::CONTRACT))
         .header(CLUSTER_AUTH_HEADER, bearer())
-        .json(body);
+        .body(codec::encode(body));
     if let Some(id) = id {
         req = req.header(REQUEST_ID_HEADER, id);
     }
     let resp = req.send().await.unwrap();
     assert_eq!(resp.status(), 200);
-    resp.json().await.unwrap()
+    codec::decode(&resp.bytes().await.unwrap()).unwrap()
+}
+
+/// The version a `PutObject` call answered.
+fn version(r: MetaResult<ObjectResponse>) -> ObjectVersion {
+    match r.unwrap() {
+        ObjectResponse::Version(v) => *v,
+        other => panic!("{other:?}"),
+    }
 }
 
 fn deduplicated() -> u64 {
     godwit_meta::metrics::get().commands_deduplicated.get()
 }
 
-async fn versions(m: &impl MetaApi, bucket: &str, key: &str) -> Vec<String> {
+async fn versions(m: &impl ObjectMeta, bucket: &str, key: &str) -> Vec<String> {
     m.list_versions(ListVersionsQuery {
         bucket: bucket.into(),
         prefix: key.into(),
@@ -64,9 +67,11 @@ async fn a_write_retried_with_its_request_id_is_applied_once() {
         .unwrap();
 
     let before = deduplicated();
-    let obj = inline("idem", "k", b"hello");
-    let first: ObjectVersion = call(&url, "put_object", &obj, Some("req-1")).await.unwrap();
-    let again: ObjectVersion = call(&url, "put_object", &obj, Some("req-1")).await.unwrap();
+    let obj = ObjectRequest::PutObject {
+        obj: Box::new(inline("idem", "k", b"hello")),
+    };
+    let first = version(call(&url, &obj, Some("req-1")).await);
+    let again = version(call(&url, &obj, Some("req-1")).await);
     assert_eq!(again.version_id, first.version_id);
     assert_eq!(
         versions(&*node, "idem", "k").await,
@@ -75,19 +80,19 @@ async fn a_write_retried_with_its_request_id_is_applied_once() {
     assert_eq!(deduplicated() - before, 1);
 
     // A refusal is remembered and repeated too.
-    let c = godwit_common::net::meta_client::wire::CreateBucket {
+    let c = ObjectRequest::CreateBucket {
         name: "idem".into(),
         region: "r".into(),
         owner: "AK".into(),
     };
-    let taken: MetaResult<BucketInfo> = call(&url, "create_bucket", &c, Some("req-3")).await;
+    let taken = call(&url, &c, Some("req-3")).await;
     assert_eq!(taken.unwrap_err(), MetaError::BucketAlreadyOwnedByYou);
-    let taken: MetaResult<BucketInfo> = call(&url, "create_bucket", &c, Some("req-3")).await;
+    let taken = call(&url, &c, Some("req-3")).await;
     assert_eq!(taken.unwrap_err(), MetaError::BucketAlreadyOwnedByYou);
 
     // Different ids, or none, are different requests.
-    let other: ObjectVersion = call(&url, "put_object", &obj, Some("req-4")).await.unwrap();
-    let none: ObjectVersion = call(&url, "put_object", &obj, None).await.unwrap();
+    let other = version(call(&url, &obj, Some("req-4")).await);
+    let none = version(call(&url, &obj, None).await);
     assert_ne!(other.version_id, first.version_id);
     assert_ne!(none.version_id, other.version_id);
     assert_eq!(versions(&*node, "idem", "k").await.len(), 3);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use godwit_common::types::*;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{BlockMeta, MetaError, ObjectMeta};
 use godwit_meta::{DatanodePolicy, MetaNode};
 
 const HOUR_MS: u64 = 3_600_000;

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use godwit_common::replication::ReplicaOrigin;
 use godwit_common::types::VersioningState;
-use godwit_common::MetaApi;
+use godwit_common::ObjectMeta;
 
 fn replica(bucket: &str, key: &str, body: &[u8], mtime: i64) -> godwit_common::types::NewObject {
     let mut o = inline(bucket, key, body);
@@ -17,7 +17,7 @@ fn replica(bucket: &str, key: &str, body: &[u8], mtime: i64) -> godwit_common::t
     o
 }
 
-async fn latest_body(m: &dyn MetaApi, bucket: &str, key: &str) -> Vec<u8> {
+async fn latest_body(m: &dyn ObjectMeta, bucket: &str, key: &str) -> Vec<u8> {
     match m.get_object(bucket, key, None).await.unwrap().version.data {
         godwit_common::types::ObjectData::Inline(b) => b,
         other => panic!("unexpected {other:?}"),

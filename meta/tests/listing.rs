@@ -5,9 +5,9 @@ mod common;
 
 use common::*;
 use godwit_common::types::*;
-use godwit_common::MetaApi;
+use godwit_common::ObjectMeta;
 
-async fn all_versions(m: &impl MetaApi, bucket: &str) -> Vec<ObjectVersion> {
+async fn all_versions(m: &impl ObjectMeta, bucket: &str) -> Vec<ObjectVersion> {
     let q = ListVersionsQuery {
         bucket: bucket.into(),
         max_keys: 1000,

@@ -10,7 +10,7 @@ use godwit_common::cluster::ClusterSecret;
 use godwit_common::net::MetaClient;
 use godwit_common::replication::*;
 use godwit_common::types::*;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{AdminMeta, MetaError, ObjectMeta, ReplicationMeta};
 
 const LONG_LEASE: u64 = 60_000;
 
@@ -58,7 +58,7 @@ fn add(rule: ReplicationRule) -> RuleEdit {
     }
 }
 
-async fn lease_all(m: &impl MetaApi) -> Vec<ReplicationTask> {
+async fn lease_all(m: &impl ReplicationMeta) -> Vec<ReplicationTask> {
     let mut out = Vec::new();
     for lane in Lane::ALL {
         out.extend(m.lease_tasks(lane, 1000, LONG_LEASE).await.unwrap());
@@ -67,7 +67,7 @@ async fn lease_all(m: &impl MetaApi) -> Vec<ReplicationTask> {
 }
 
 /// The rule's historical-scan progress (None: not begun).
-async fn backfill_ratio(m: &impl MetaApi, rule_id: &str) -> Option<f64> {
+async fn backfill_ratio(m: &impl ObjectMeta, rule_id: &str) -> Option<f64> {
     m.replication_stats(Some("src"))
         .await
         .unwrap()
@@ -77,7 +77,7 @@ async fn backfill_ratio(m: &impl MetaApi, rule_id: &str) -> Option<f64> {
 }
 
 /// The whole life of OSS rules on an unversioned bucket, against any door.
-async fn oss_rules_on_an_unversioned_bucket(m: &impl MetaApi) {
+async fn oss_rules_on_an_unversioned_bucket(m: &(impl ObjectMeta + ReplicationMeta + AdminMeta)) {
     m.put_remote(remote("sh")).await.unwrap();
     m.create_bucket("src", "r", "AK").await.unwrap();
 

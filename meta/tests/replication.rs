@@ -13,7 +13,7 @@ use godwit_common::cluster::ClusterSecret;
 use godwit_common::net::MetaClient;
 use godwit_common::replication::*;
 use godwit_common::types::*;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{AdminMeta, BlockMeta, MetaError, ObjectMeta, ReplicationMeta};
 
 const LONG_LEASE: u64 = 60_000;
 
@@ -61,7 +61,7 @@ fn tags(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 }
 
 /// A versioned bucket `src` with remotes r1 and r2 and the given rules.
-async fn setup(m: &impl MetaApi, rules: Vec<ReplicationRule>) {
+async fn setup(m: &(impl ObjectMeta + AdminMeta), rules: Vec<ReplicationRule>) {
     m.put_remote(remote("r1")).await.unwrap();
     m.put_remote(remote("r2")).await.unwrap();
     m.create_bucket("src", "r", "AK").await.unwrap();
@@ -73,12 +73,12 @@ async fn setup(m: &impl MetaApi, rules: Vec<ReplicationRule>) {
         .unwrap();
 }
 
-async fn lease(m: &impl MetaApi, lane: Lane) -> Vec<ReplicationTask> {
+async fn lease(m: &impl ReplicationMeta, lane: Lane) -> Vec<ReplicationTask> {
     m.lease_tasks(lane, 1000, LONG_LEASE).await.unwrap()
 }
 
 /// Every task due now in any lane (leased for a minute).
-async fn lease_all(m: &impl MetaApi) -> Vec<ReplicationTask> {
+async fn lease_all(m: &impl ReplicationMeta) -> Vec<ReplicationTask> {
     let mut out = Vec::new();
     for lane in Lane::ALL {
         out.extend(lease(m, lane).await);
@@ -86,7 +86,7 @@ async fn lease_all(m: &impl MetaApi) -> Vec<ReplicationTask> {
     out
 }
 
-async fn status_of(m: &impl MetaApi, key: &str, vid: &str) -> Option<ReplicationStatus> {
+async fn status_of(m: &impl ObjectMeta, key: &str, vid: &str) -> Option<ReplicationStatus> {
     m.get_object("src", key, Some(vid))
         .await
         .unwrap()
@@ -94,7 +94,7 @@ async fn status_of(m: &impl MetaApi, key: &str, vid: &str) -> Option<Replication
         .replication_status
 }
 
-async fn done(m: &impl MetaApi, ids: &[&str]) {
+async fn done(m: &impl ReplicationMeta, ids: &[&str]) {
     let acks = ids
         .iter()
         .map(|id| (id.to_string(), TaskOutcome::Done { latency_ms: 1 }))

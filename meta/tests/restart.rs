@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use godwit_common::types::*;
-use godwit_common::MetaApi;
+use godwit_common::{AdminMeta, BlockMeta, ObjectMeta};
 
 #[tokio::test]
 async fn reopening_the_same_directory_keeps_everything() {

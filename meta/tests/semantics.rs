@@ -1,4 +1,4 @@
-//! S3 semantics of the meta state machine, through `MetaApi` on a real
+//! S3 semantics of the meta state machine, through `ObjectMeta` on a real
 //! single-node `MetaNode` (Raft + rocksdb in a temporary directory).
 
 mod common;
@@ -7,7 +7,7 @@ use common::*;
 use godwit_common::block_token::{self, BlockOp};
 use godwit_common::cluster::ClusterSecret;
 use godwit_common::types::*;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{AdminMeta, BlockMeta, MetaError, ObjectMeta};
 
 fn inline_bytes(v: &ObjectVersion) -> &[u8] {
     match &v.data {
@@ -16,7 +16,7 @@ fn inline_bytes(v: &ObjectVersion) -> &[u8] {
     }
 }
 
-async fn all_versions(m: &impl MetaApi, bucket: &str) -> Vec<ObjectVersion> {
+async fn all_versions(m: &impl ObjectMeta, bucket: &str) -> Vec<ObjectVersion> {
     let q = ListVersionsQuery {
         bucket: bucket.into(),
         max_keys: 1000,

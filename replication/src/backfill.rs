@@ -1,6 +1,6 @@
 //! Existing-object replication: for every enabled rule with
 //! ExistingObjectReplication, page through the bucket with
-//! `MetaApi::backfill_scan`, which queues backfill-lane tasks for the
+//! `ReplicationMeta::backfill_scan`, which queues backfill-lane tasks for the
 //! latest versions the rule matches. Cursors live in memory only: a
 //! restarted worker scans again from the start, which costs HEADs, not
 //! bytes (objects above the optimistic threshold that the destination
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use godwit_common::replication::{Lane, RuleEdit};
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{MetaError, ObjectMeta};
 use tokio_util::sync::CancellationToken;
 
 use crate::Replicator;
@@ -96,7 +96,7 @@ pub(crate) async fn run_backfill(rep: Arc<Replicator>, shutdown: CancellationTok
                     return;
                 }
                 match rep
-                    .meta
+                    .queue
                     .backfill_scan(&rule.0, &rule.1, cursor.as_deref(), SCAN_PAGE)
                     .await
                 {
@@ -125,7 +125,11 @@ pub(crate) async fn run_backfill(rep: Arc<Replicator>, shutdown: CancellationTok
 
 /// OSS rules being closed (DeleteBucketReplication) whose queued tasks all
 /// left the queue are removed for good.
-async fn remove_drained(meta: &dyn MetaApi, closing: &[RuleRef], pending: &HashMap<RuleRef, u64>) {
+async fn remove_drained(
+    meta: &dyn ObjectMeta,
+    closing: &[RuleRef],
+    pending: &HashMap<RuleRef, u64>,
+) {
     for rule in closing {
         if pending.get(rule).copied().unwrap_or(0) > 0 {
             continue;
@@ -150,7 +154,7 @@ async fn remove_drained(meta: &dyn MetaApi, closing: &[RuleRef], pending: &HashM
 
 /// (bucket, rule id) of every enabled rule with existing-object
 /// replication, and of every OSS rule being closed.
-async fn backfill_rules(meta: &dyn MetaApi) -> Result<(Vec<RuleRef>, Vec<RuleRef>), MetaError> {
+async fn backfill_rules(meta: &dyn ObjectMeta) -> Result<(Vec<RuleRef>, Vec<RuleRef>), MetaError> {
     let mut out = Vec::new();
     let mut closing = Vec::new();
     for bucket in meta.list_buckets().await? {

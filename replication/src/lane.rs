@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use godwit_common::replication::{Lane, TaskOutcome};
-use godwit_common::MetaApi;
+use godwit_common::ReplicationMeta;
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -30,7 +30,7 @@ pub(crate) async fn run_lane(rep: Arc<Replicator>, lane: Lane, shutdown: Cancell
     let budget = rep.cfg.concurrency(lane);
     let slots = Arc::new(Semaphore::new(budget));
     let (ack_tx, ack_rx) = mpsc::channel::<(String, TaskOutcome)>(budget + ACK_BATCH);
-    let acker = tokio::spawn(run_acker(rep.meta.clone(), lane, ack_rx));
+    let acker = tokio::spawn(run_acker(rep.queue.clone(), lane, ack_rx));
     let mut running = JoinSet::new();
     let idle = Duration::from_millis(rep.cfg.idle_poll_ms.max(1));
     let mut lease_errors = 0u32;
@@ -44,7 +44,7 @@ pub(crate) async fn run_lane(rep: Arc<Replicator>, lane: Lane, shutdown: Cancell
         };
         let want = (slots.available_permits() + 1).min(rep.cfg.lease_batch.max(1));
         let leased = tokio::select! {
-            r = rep.meta.lease_tasks(lane, want, rep.cfg.lease_ms) => r,
+            r = rep.queue.lease_tasks(lane, want, rep.cfg.lease_ms) => r,
             _ = shutdown.cancelled() => break,
         };
         let tasks = match leased {
@@ -115,7 +115,7 @@ pub(crate) async fn run_lane(rep: Arc<Replicator>, lane: Lane, shutdown: Cancell
 
 /// Collects outcomes and sends them to meta in batches.
 async fn run_acker(
-    meta: Arc<dyn MetaApi>,
+    meta: Arc<dyn ReplicationMeta>,
     lane: Lane,
     mut rx: mpsc::Receiver<(String, TaskOutcome)>,
 ) {
@@ -142,7 +142,7 @@ async fn run_acker(
     flush(meta.as_ref(), lane, &mut batch).await;
 }
 
-async fn flush(meta: &dyn MetaApi, lane: Lane, batch: &mut Vec<(String, TaskOutcome)>) {
+async fn flush(meta: &dyn ReplicationMeta, lane: Lane, batch: &mut Vec<(String, TaskOutcome)>) {
     if batch.is_empty() {
         return;
     }

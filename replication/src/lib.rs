@@ -7,8 +7,9 @@
 //! existing-object backfill scanner and the per-rule Prometheus figures.
 //!
 //! It never touches rocksdb, the disk or Raft, and never parses S3 requests:
-//! its doors are `MetaApi` (tasks, versions, uploads, remotes, stats) and
-//! `BlockRouter` (object bytes), both from `godwit_common`, and the
+//! its doors are `ReplicationMeta` (the task queue, source uploads,
+//! backfill), `ObjectMeta` (versions, rules, remotes, stats) and
+//! `BlockRouter` (object bytes), all from `godwit_common`, and the
 //! destination's S3 API through [`remote::RemoteClient`]. Delivery is
 //! at-least-once: a task leaves the queue only when its outcome is
 //! acknowledged, and every application is idempotent.
@@ -26,7 +27,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use godwit_common::replication::Lane;
-use godwit_common::{BlockRouter, MetaApi};
+use godwit_common::{BlockRouter, ObjectMeta, ReplicationMeta};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -101,7 +102,10 @@ impl ReplicatorConfig {
 /// leased), and several may live in one process (tests).
 pub struct Replicator {
     cfg: ReplicatorConfig,
-    meta: Arc<dyn MetaApi>,
+    /// Source versions, rules, remotes and figures.
+    meta: Arc<dyn ObjectMeta>,
+    /// The task queue this worker drains.
+    queue: Arc<dyn ReplicationMeta>,
     blocks: Arc<dyn BlockRouter>,
     remotes: remotes::RemoteSet,
     /// One per lane, indexed by `Lane::index`: wakes an idle lane.
@@ -120,12 +124,14 @@ pub struct Replicator {
 impl Replicator {
     pub fn new(
         cfg: ReplicatorConfig,
-        meta: Arc<dyn MetaApi>,
+        meta: Arc<dyn ObjectMeta>,
+        queue: Arc<dyn ReplicationMeta>,
         blocks: Arc<dyn BlockRouter>,
     ) -> Arc<Self> {
         Arc::new(Replicator {
             cfg,
             meta,
+            queue,
             blocks,
             remotes: remotes::RemoteSet::default(),
             kicks: [Notify::new(), Notify::new(), Notify::new()],

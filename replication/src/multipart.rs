@@ -43,7 +43,7 @@ pub(crate) async fn part(
     part_number: u32,
 ) -> TaskResult {
     let up = rep
-        .meta
+        .queue
         .replication_upload(&task.bucket, &task.key, upload_id)
         .await?;
     let Some(part) = up.parts.iter().find(|p| p.number == part_number) else {
@@ -63,7 +63,7 @@ pub(crate) async fn part(
             // The destination upload is gone: fine if the source completed
             // (the completion uploads what it needs itself) or was aborted.
             match rep
-                .meta
+                .queue
                 .replication_upload(&task.bucket, &task.key, upload_id)
                 .await
             {
@@ -86,7 +86,7 @@ pub(crate) async fn complete(
     upload_id: &str,
 ) -> TaskResult {
     let up = rep
-        .meta
+        .queue
         .replication_upload(&task.bucket, &task.key, upload_id)
         .await?;
     let Some((version_id, listed)) = up.completed.clone() else {
@@ -193,7 +193,7 @@ pub(crate) async fn abort(
         aborted.insert((upload_id.to_string(), dest_label.clone()));
     }
     let up = rep
-        .meta
+        .queue
         .replication_upload(&task.bucket, &task.key, upload_id)
         .await?;
     let Some(remote_upload) = up.remote_upload_ids.get(&dest_label) else {
@@ -235,7 +235,7 @@ async fn ensure_remote_upload(
     }
     // Another task here may have opened it while this one waited.
     let fresh = rep
-        .meta
+        .queue
         .replication_upload(&task.bucket, &task.key, upload_id)
         .await?;
     if let Some(id) = fresh.remote_upload_ids.get(&dest_label) {
@@ -259,7 +259,7 @@ async fn ensure_remote_upload(
         .create_multipart_upload(dest, &task.key, headers)
         .await?;
     let recorded = rep
-        .meta
+        .queue
         .set_remote_upload_id(&task.bucket, &task.key, upload_id, &dest_label, &mine)
         .await;
     match recorded {

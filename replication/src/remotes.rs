@@ -1,6 +1,6 @@
 //! The worker's view of the registered remotes: name -> client (one pooled
 //! connection set each) and bandwidth limiter, refreshed from
-//! `MetaApi::list_remotes` every few seconds and on a miss. An unchanged
+//! `ObjectMeta::list_remotes` every few seconds and on a miss. An unchanged
 //! remote keeps its client and limiter across refreshes, so connections
 //! stay warm and the bandwidth budget is not reset.
 
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use godwit_common::net::s3_remote::RemoteClient;
 use godwit_common::replication::RemoteInfo;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{MetaError, ObjectMeta};
 use tokio_util::sync::CancellationToken;
 
 use crate::limiter::Limiter;
@@ -36,7 +36,7 @@ pub(crate) struct RemoteSet {
 
 impl RemoteSet {
     /// The remote named `name`, re-reading the list from meta on a miss.
-    pub async fn get(&self, meta: &dyn MetaApi, name: &str) -> Option<Arc<Remote>> {
+    pub async fn get(&self, meta: &dyn ObjectMeta, name: &str) -> Option<Arc<Remote>> {
         if let Some(r) = self.lookup(name) {
             return Some(r);
         }
@@ -60,7 +60,7 @@ impl RemoteSet {
 
     /// Re-reads the remote list; keeps the entries whose settings did not
     /// change.
-    pub async fn refresh(&self, meta: &dyn MetaApi) -> Result<(), MetaError> {
+    pub async fn refresh(&self, meta: &dyn ObjectMeta) -> Result<(), MetaError> {
         let _one = self.refreshing.lock().await;
         let infos = meta.list_remotes().await?;
         let old = self.map.read().unwrap_or_else(|p| p.into_inner()).clone();

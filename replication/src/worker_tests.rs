@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use godwit_common::meta_api::MetaResult;
+use godwit_common::meta_api::*;
 use godwit_common::replication::*;
 use godwit_common::types::*;
-use godwit_common::{BlockRouter, BlockStore, MetaApi, MetaError};
+use godwit_common::{BlockRouter, BlockStore, MetaError};
 use tokio_util::sync::CancellationToken;
 
 use crate::{now_ms, Replicator, ReplicatorConfig};
@@ -31,122 +31,44 @@ struct QueueMeta {
     q: Mutex<Queue>,
 }
 
-fn nope<T>() -> MetaResult<T> {
-    Err(MetaError::Unavailable("not in this test".into()))
+/// The worker's other meta reads: no bucket, remote or figure.
+#[async_trait]
+impl ObjectMeta for QueueMeta {
+    async fn call(&self, req: ObjectRequest) -> MetaResult<ObjectResponse> {
+        match req {
+            ObjectRequest::ListBuckets => Ok(ObjectResponse::Buckets(vec![])),
+            ObjectRequest::ListRemotes => Ok(ObjectResponse::Remotes(vec![])),
+            ObjectRequest::ReplicationStats { .. } => Ok(ObjectResponse::Stats(vec![])),
+            other => Err(MetaError::Unavailable(format!(
+                "{} is not in this test",
+                other.variant_name()
+            ))),
+        }
+    }
 }
 
 #[async_trait]
-impl MetaApi for QueueMeta {
-    async fn create_bucket(&self, _: &str, _: &str, _: &str) -> MetaResult<BucketInfo> {
-        nope()
-    }
-    async fn get_bucket(&self, _: &str) -> MetaResult<BucketInfo> {
-        nope()
-    }
-    async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>> {
-        Ok(vec![])
-    }
-    async fn delete_bucket(&self, _: &str) -> MetaResult<()> {
-        nope()
-    }
-    async fn set_versioning(&self, _: &str, _: VersioningState) -> MetaResult<()> {
-        nope()
-    }
-    async fn put_object(&self, _: NewObject) -> MetaResult<ObjectVersion> {
-        nope()
-    }
-    async fn get_object(&self, _: &str, _: &str, _: Option<&str>) -> MetaResult<ObjectRead> {
-        nope()
-    }
-    async fn delete_object(&self, _: &str, _: &str, _: Option<&str>) -> MetaResult<DeleteOutcome> {
-        nope()
-    }
-    async fn list_objects(&self, _: ListObjectsQuery) -> MetaResult<ListObjectsPage> {
-        nope()
-    }
-    async fn list_versions(&self, _: ListVersionsQuery) -> MetaResult<ListVersionsPage> {
-        nope()
-    }
-    async fn create_upload(&self, _: NewUpload) -> MetaResult<UploadInfo> {
-        nope()
-    }
-    async fn get_upload(&self, _: &str, _: &str, _: &str) -> MetaResult<UploadInfo> {
-        nope()
-    }
-    async fn put_part(&self, _: &str, _: &str, _: &str, _: PartRecord) -> MetaResult<()> {
-        nope()
-    }
-    async fn list_parts(
-        &self,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: u32,
-        _: usize,
-    ) -> MetaResult<ListPartsPage> {
-        nope()
-    }
-    async fn complete_upload(&self, _: CompleteUpload) -> MetaResult<ObjectVersion> {
-        nope()
-    }
-    async fn abort_upload(&self, _: &str, _: &str, _: &str) -> MetaResult<()> {
-        nope()
-    }
-    async fn list_uploads(&self, _: ListUploadsQuery) -> MetaResult<ListUploadsPage> {
-        nope()
-    }
-    async fn get_access_key(&self, _: &str) -> MetaResult<AccessKey> {
-        nope()
-    }
-    async fn put_access_key(&self, _: AccessKey) -> MetaResult<AccessKey> {
-        nope()
-    }
-    async fn list_access_keys(&self) -> MetaResult<Vec<AccessKey>> {
-        nope()
-    }
-    async fn delete_access_key(&self, _: &str) -> MetaResult<()> {
-        nope()
-    }
-    async fn allocate_blocks(&self, _: usize) -> MetaResult<Vec<BlockAlloc>> {
-        nope()
-    }
-    async fn unreferenced_blocks(&self, _: Vec<String>) -> MetaResult<Vec<String>> {
-        nope()
-    }
-    async fn register_datanode(&self, _: DatanodeInfo) -> MetaResult<()> {
-        nope()
-    }
-    async fn list_datanodes(&self) -> MetaResult<Vec<DatanodeInfo>> {
-        nope()
-    }
-    async fn status(&self) -> MetaResult<MetaStatus> {
-        nope()
-    }
-
-    async fn list_remotes(&self) -> MetaResult<Vec<RemoteInfo>> {
-        Ok(vec![])
-    }
-    async fn replication_stats(&self, _: Option<&str>) -> MetaResult<Vec<RuleStats>> {
-        Ok(vec![])
-    }
-    async fn lease_tasks(
-        &self,
-        lane: Lane,
-        max: usize,
-        _lease_ms: u64,
-    ) -> MetaResult<Vec<ReplicationTask>> {
+impl ReplicationMeta for QueueMeta {
+    async fn call(&self, req: ReplicationRequest) -> MetaResult<ReplicationResponse> {
         let mut q = self.q.lock().unwrap();
-        let asked = q.max_asked.entry(lane).or_default();
-        *asked = (*asked).max(max);
-        let waiting = q.waiting.entry(lane).or_default();
-        let n = max.min(waiting.len());
-        Ok(waiting.drain(..n).collect())
-    }
-    async fn ack_tasks(&self, acks: Vec<(String, TaskOutcome)>) -> MetaResult<()> {
-        let mut q = self.q.lock().unwrap();
-        q.ack_batches.push(acks.len());
-        q.acks.extend(acks);
-        Ok(())
+        match req {
+            ReplicationRequest::LeaseTasks { lane, max, .. } => {
+                let asked = q.max_asked.entry(lane).or_default();
+                *asked = (*asked).max(max);
+                let waiting = q.waiting.entry(lane).or_default();
+                let n = max.min(waiting.len());
+                Ok(ReplicationResponse::Tasks(waiting.drain(..n).collect()))
+            }
+            ReplicationRequest::AckTasks { acks } => {
+                q.ack_batches.push(acks.len());
+                q.acks.extend(acks);
+                Ok(ReplicationResponse::Done(()))
+            }
+            other => Err(MetaError::Unavailable(format!(
+                "{} is not in this test",
+                other.variant_name()
+            ))),
+        }
     }
 }
 
@@ -202,7 +124,7 @@ async fn lanes_lease_within_budget_ack_in_batches_and_stop() {
         backfill_concurrency: 1,
         ..Default::default()
     };
-    let rep = Replicator::new(cfg, meta.clone(), Arc::new(NoBlocks));
+    let rep = Replicator::new(cfg, meta.clone(), meta.clone(), Arc::new(NoBlocks));
     let shutdown = CancellationToken::new();
     let handle = rep.spawn(shutdown.clone());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);

@@ -26,7 +26,7 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use clap::Subcommand;
 use comfy_table::Table;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{MetaError, ObjectMeta};
 use godwit_gateway::auth::{self, SecretLookup};
 use godwit_gateway::error::S3Error;
 use godwit_meta::cluster::{parse_peers, ClusterStatus};

@@ -14,7 +14,7 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use godwit_common::replication::{RemoteInfo, RuleStats};
 use godwit_common::types::AccessKey;
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{AdminMeta, BlockMeta, MetaError, ObjectMeta};
 use godwit_gateway::auth::{self, SecretLookup};
 use godwit_gateway::error::S3Error;
 use serde::{Deserialize, Serialize};
@@ -22,13 +22,35 @@ use sha2::Digest;
 
 pub struct AdminState {
     pub ready: AtomicBool,
-    meta: RwLock<Option<Arc<dyn MetaApi>>>,
+    meta: RwLock<Option<MetaHandles>>,
     /// On a meta node: the node itself and this process's root key, for
     /// the cluster routes (`cluster.rs`).
     meta_node: RwLock<Option<MetaNodeAccess>>,
     /// Told of every key created here (the all-in-one server's gateway
     /// clears it from its unknown-key cache).
     on_key_created: RwLock<Option<KeyCreated>>,
+}
+
+/// The meta contracts the admin API uses: what the operator changes
+/// (`admin`), and the reads it shares with the S3 path (`objects`: keys,
+/// remotes, replication figures) and the block routers (`blocks`: the
+/// datanode list).
+#[derive(Clone)]
+pub struct MetaHandles {
+    pub admin: Arc<dyn AdminMeta>,
+    pub objects: Arc<dyn ObjectMeta>,
+    pub blocks: Arc<dyn BlockMeta>,
+}
+
+impl MetaHandles {
+    /// All three from one implementation (a `MetaNode` or a `MetaClient`).
+    pub fn of<M: AdminMeta + ObjectMeta + BlockMeta>(meta: Arc<M>) -> Self {
+        MetaHandles {
+            admin: meta.clone(),
+            objects: meta.clone(),
+            blocks: meta,
+        }
+    }
 }
 
 /// Called with the id of each access key the admin API creates.
@@ -41,7 +63,7 @@ pub(crate) type MetaNodeAccess = (
 );
 
 impl AdminState {
-    pub fn new(meta: Option<Arc<dyn MetaApi>>) -> Self {
+    pub fn new(meta: Option<MetaHandles>) -> Self {
         AdminState {
             ready: AtomicBool::new(false),
             meta: RwLock::new(meta),
@@ -67,11 +89,11 @@ impl AdminState {
         self.meta_node.read().expect("admin lock").clone()
     }
 
-    pub fn set_meta(&self, meta: Arc<dyn MetaApi>) {
+    pub fn set_meta(&self, meta: MetaHandles) {
         *self.meta.write().expect("admin lock") = Some(meta);
     }
 
-    fn meta(&self) -> Result<Arc<dyn MetaApi>, AdminError> {
+    fn meta(&self) -> Result<MetaHandles, AdminError> {
         self.meta
             .read()
             .expect("admin lock")
@@ -140,7 +162,7 @@ impl From<MetaError> for AdminError {
     }
 }
 
-struct MetaSecrets(Arc<dyn MetaApi>);
+struct MetaSecrets(Arc<dyn ObjectMeta>);
 
 #[async_trait]
 impl SecretLookup for MetaSecrets {
@@ -160,12 +182,12 @@ async fn require_root(state: &AdminState, req: Request) -> Result<(), AdminError
     let (parts, _body) = req.into_parts();
     let outcome = auth::authenticate_admin(
         &parts,
-        &MetaSecrets(meta.clone()),
+        &MetaSecrets(meta.objects.clone()),
         time::OffsetDateTime::now_utc(),
     )
     .await
     .map_err(AdminError::Auth)?;
-    let key = meta.get_access_key(&outcome.access_key_id).await?;
+    let key = meta.objects.get_access_key(&outcome.access_key_id).await?;
     if key.is_root {
         Ok(())
     } else {
@@ -203,7 +225,7 @@ async fn list_keys(
     req: Request,
 ) -> Result<Json<Vec<KeySummary>>, AdminError> {
     require_root(&s, req).await?;
-    let keys = s.meta()?.list_access_keys().await?;
+    let keys = s.meta()?.admin.list_access_keys().await?;
     Ok(Json(keys.into_iter().map(KeySummary::from).collect()))
 }
 
@@ -245,7 +267,7 @@ async fn create_key(
         created_ms: time::OffsetDateTime::now_utc().unix_timestamp() * 1000,
         is_root: false,
     };
-    let stored = s.meta()?.put_access_key(key.clone()).await?;
+    let stored = s.meta()?.admin.put_access_key(key.clone()).await?;
     if stored.secret_access_key != key.secret_access_key {
         return Err(AdminError::BadRequest(format!(
             "access key {} exists already",
@@ -266,10 +288,10 @@ async fn delete_key(
 ) -> Result<StatusCode, AdminError> {
     require_root(&s, req).await?;
     let meta = s.meta()?;
-    if meta.get_access_key(&id).await?.is_root {
+    if meta.objects.get_access_key(&id).await?.is_root {
         return Err(AdminError::NotRoot);
     }
-    meta.delete_access_key(&id).await?;
+    meta.admin.delete_access_key(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -286,8 +308,8 @@ async fn status(
     require_root(&s, req).await?;
     let meta = s.meta()?;
     Ok(Json(ClusterStatus {
-        meta: meta.status().await?,
-        datanodes: meta.list_datanodes().await?,
+        meta: meta.admin.status().await?,
+        datanodes: meta.blocks.list_datanodes().await?,
     }))
 }
 
@@ -354,7 +376,7 @@ async fn add_remote(
             "a remote needs a name and an http(s) endpoint".into(),
         ));
     }
-    s.meta()?.put_remote(remote).await?;
+    s.meta()?.admin.put_remote(remote).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -363,7 +385,7 @@ async fn list_remotes(
     req: Request,
 ) -> Result<Json<Vec<RemoteSummary>>, AdminError> {
     require_root(&s, req).await?;
-    let remotes = s.meta()?.list_remotes().await?;
+    let remotes = s.meta()?.objects.list_remotes().await?;
     Ok(Json(remotes.into_iter().map(RemoteSummary::from).collect()))
 }
 
@@ -373,7 +395,7 @@ async fn remove_remote(
     req: Request,
 ) -> Result<StatusCode, AdminError> {
     require_root(&s, req).await?;
-    s.meta()?.delete_remote(&name).await?;
+    s.meta()?.admin.delete_remote(&name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -389,7 +411,10 @@ async fn replication_status(
 ) -> Result<Json<Vec<RuleStats>>, AdminError> {
     require_root(&s, req).await?;
     Ok(Json(
-        s.meta()?.replication_stats(q.bucket.as_deref()).await?,
+        s.meta()?
+            .objects
+            .replication_stats(q.bucket.as_deref())
+            .await?,
     ))
 }
 
@@ -408,7 +433,7 @@ async fn retry_failed(
         .bucket
         .ok_or_else(|| AdminError::BadRequest("bucket is required".into()))?;
     Ok(Json(RetryOutcome {
-        requeued: s.meta()?.retry_failed(&bucket).await?,
+        requeued: s.meta()?.admin.retry_failed(&bucket).await?,
     }))
 }
 
@@ -417,7 +442,7 @@ async fn list_datanodes(
     req: Request,
 ) -> Result<Json<Vec<godwit_common::types::DatanodeStatus>>, AdminError> {
     require_root(&s, req).await?;
-    Ok(Json(s.meta()?.datanode_status().await?))
+    Ok(Json(s.meta()?.admin.datanode_status().await?))
 }
 
 /// Starts draining a datanode (`godwit admin datanode decommission ID`).
@@ -427,7 +452,7 @@ async fn decommission_datanode(
     req: Request,
 ) -> Result<StatusCode, AdminError> {
     require_root(&s, req).await?;
-    match s.meta()?.decommission_datanode(id).await {
+    match s.meta()?.admin.decommission_datanode(id).await {
         Ok(()) => Ok(StatusCode::NO_CONTENT),
         Err(MetaError::InvalidArgument(m)) => Err(AdminError::BadRequest(m)),
         Err(e) => Err(e.into()),

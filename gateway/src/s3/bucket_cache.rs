@@ -5,7 +5,7 @@
 //! versioning is Enabled or Suspended and omits it in never-versioned
 //! ones, so every GET/HEAD/PUT of a "null" version (that is, every one in
 //! an unversioned bucket) needs the bucket's versioning state.
-//! `MetaApi::get_bucket` is a linearizable Raft read; asking it on each of
+//! `ObjectMeta::get_bucket` is a linearizable Raft read; asking it on each of
 //! those requests would add a meta round trip to the hottest path.
 //!
 //! Why a few seconds of staleness is acceptable: S3 itself documents
@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use godwit_common::types::{BucketInfo, VersioningState};
-use godwit_common::{MetaApi, MetaError};
+use godwit_common::{MetaError, ObjectMeta};
 
 /// How long a bucket record is trusted without asking meta again.
 pub const BUCKET_TTL: Duration = Duration::from_secs(5);
@@ -32,12 +32,12 @@ pub const BUCKET_TTL: Duration = Duration::from_secs(5);
 const CAPACITY: u64 = 10_000;
 
 pub struct BucketCache {
-    meta: Arc<dyn MetaApi>,
+    meta: Arc<dyn ObjectMeta>,
     entries: moka::sync::Cache<String, BucketInfo>,
 }
 
 impl BucketCache {
-    pub fn new(meta: Arc<dyn MetaApi>, ttl: Duration) -> Self {
+    pub fn new(meta: Arc<dyn ObjectMeta>, ttl: Duration) -> Self {
         BucketCache {
             meta,
             entries: moka::sync::Cache::builder()
@@ -81,7 +81,7 @@ impl BucketCache {
 mod tests {
     use super::*;
     use async_trait::async_trait;
-    use godwit_common::meta_api::MetaResult;
+    use godwit_common::meta_api::{MetaResult, ObjectRequest, ObjectResponse};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
 
@@ -92,17 +92,20 @@ mod tests {
     }
 
     #[async_trait]
-    impl MetaApi for OneBucket {
-        async fn get_bucket(&self, name: &str) -> MetaResult<BucketInfo> {
+    impl ObjectMeta for OneBucket {
+        async fn call(&self, req: ObjectRequest) -> MetaResult<ObjectResponse> {
+            let ObjectRequest::GetBucket { name } = req else {
+                panic!("the cache asked meta {}", req.variant_name());
+            };
             self.reads.fetch_add(1, Ordering::SeqCst);
             match *self.state.lock().unwrap() {
-                Some(versioning) => Ok(BucketInfo {
-                    name: name.to_string(),
+                Some(versioning) => Ok(ObjectResponse::Bucket(BucketInfo {
+                    name,
                     created_ms: 0,
                     region: "us-east-1".into(),
                     versioning,
                     owner: String::new(),
-                }),
+                })),
                 None => Err(MetaError::NoSuchBucket),
             }
         }

@@ -45,7 +45,7 @@ async fn current_etag(ctx: &Ctx, bucket: &str, key: &str) -> Result<Option<Strin
 /// Checks the conditional-write headers of a PutObject, CopyObject or
 /// CompleteMultipartUpload against the key's current object.
 ///
-/// This is check-then-commit, not atomic: `MetaApi` has no conditional
+/// This is check-then-commit, not atomic: `ObjectMeta` has no conditional
 /// commit, so a write that lands between this read and our commit is not
 /// seen, and two `If-None-Match: *` writers racing on a new key can both
 /// succeed (S3 would answer one of them 409 ConditionalRequestConflict).

@@ -9,7 +9,7 @@
 //! names a registered remote; Action ALL (or DELETE) replicates deletes,
 //! PUT alone does not; HistoricalObjectReplication is existing-object
 //! backfill; RTC puts the rule's new writes in the RTC lane. OSS rules are
-//! added, changed and closed one at a time (`MetaApi::edit_replication_rule`)
+//! added, changed and closed one at a time (`ObjectMeta::edit_replication_rule`)
 //! and may join two unversioned buckets, which S3 forbids.
 //!
 //! `GET ?replication` answers with this module's document when the request

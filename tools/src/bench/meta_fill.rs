@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use godwit_common::cluster::ClusterSecret;
 use godwit_common::types::{Checksums, ContentHeaders, NewObject, ObjectData};
-use godwit_common::MetaApi;
+use godwit_common::ObjectMeta;
 use godwit_meta::{MetaConfig, MetaNode};
 
 use super::args::MetaFillArgs;

@@ -1,0 +1,376 @@
+//! `ObjectMeta`: what an S3 or OSS request asks of meta. Buckets,
+//! versions, multipart uploads, tags and a bucket's replication
+//! configuration, plus the three reads the API needs beyond them: the
+//! signing key of a request, the registered remotes (to resolve a rule's
+//! destination) and the replication figures (OSS replication progress).
+//!
+//! Held by the gateway, the replication worker (it reads source versions
+//! and rules), the admin API (key and remote reads) and the bench.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+
+use super::{ask, request_enum, MetaRequest, MetaResult};
+use crate::replication::*;
+use crate::types::*;
+
+request_enum! {
+    /// One `ObjectMeta` call and its arguments.
+    pub enum ObjectRequest {
+        CreateBucket { name: String, region: String, owner: String },
+        GetBucket { name: String },
+        ListBuckets,
+        DeleteBucket { name: String },
+        SetVersioning { bucket: String, state: VersioningState },
+        PutObject { obj: Box<NewObject> },
+        GetObject { bucket: String, key: String, version_id: Option<String> },
+        DeleteObject { bucket: String, key: String, version_id: Option<String> },
+        DeleteObjectReplica {
+            bucket: String,
+            key: String,
+            version_id: Option<String>,
+            origin: ReplicaOrigin,
+        },
+        ListObjects { q: ListObjectsQuery },
+        ListVersions { q: ListVersionsQuery },
+        PutObjectTags {
+            bucket: String,
+            key: String,
+            version_id: Option<String>,
+            tags: BTreeMap<String, String>,
+        },
+        CreateUpload { upload: Box<NewUpload> },
+        GetUpload { bucket: String, key: String, upload_id: String },
+        PutPart { bucket: String, key: String, upload_id: String, part: PartRecord },
+        ListParts { bucket: String, key: String, upload_id: String, marker: u32, max: usize },
+        CompleteUpload { complete: Box<CompleteUpload> },
+        AbortUpload { bucket: String, key: String, upload_id: String },
+        ListUploads { q: ListUploadsQuery },
+        PutBucketReplication { bucket: String, cfg: ReplicationConfig },
+        GetBucketReplication { bucket: String },
+        DeleteBucketReplication { bucket: String },
+        EditReplicationRule { bucket: String, edit: RuleEdit },
+        GetAccessKey { access_key_id: String },
+        ListRemotes,
+        ReplicationStats { bucket: Option<String> },
+    }
+}
+
+/// What an `ObjectMeta` call answers, by type.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
+pub enum ObjectResponse {
+    Done(()),
+    Bucket(BucketInfo),
+    Buckets(Vec<BucketInfo>),
+    Version(Box<ObjectVersion>),
+    Read(Box<ObjectRead>),
+    Deleted(DeleteOutcome),
+    Objects(ListObjectsPage),
+    Versions(ListVersionsPage),
+    /// A version id.
+    VersionId(String),
+    Upload(Box<UploadInfo>),
+    Parts(ListPartsPage),
+    Uploads(ListUploadsPage),
+    Replication(ReplicationConfig),
+    Rule(Box<ReplicationRule>),
+    AccessKey(AccessKey),
+    Remotes(Vec<RemoteInfo>),
+    Stats(Vec<RuleStats>),
+}
+
+impl MetaRequest for ObjectRequest {
+    type Response = ObjectResponse;
+    const CONTRACT: &'static str = "objects";
+
+    fn name(&self) -> &'static str {
+        self.variant_name()
+    }
+
+    fn retry_safe(&self) -> bool {
+        use ObjectRequest::*;
+        matches!(
+            self,
+            GetBucket { .. }
+                | ListBuckets
+                | GetObject { .. }
+                | ListObjects { .. }
+                | ListVersions { .. }
+                | GetUpload { .. }
+                | ListParts { .. }
+                | ListUploads { .. }
+                | GetBucketReplication { .. }
+                | GetAccessKey { .. }
+                | ListRemotes
+                | ReplicationStats { .. }
+        )
+    }
+
+    fn slow(&self) -> bool {
+        matches!(self, ObjectRequest::ReplicationStats { .. })
+    }
+}
+
+/// Implementors write `call`; the typed methods are for callers and are
+/// not overridden.
+#[async_trait]
+pub trait ObjectMeta: Send + Sync + 'static {
+    async fn call(&self, req: ObjectRequest) -> MetaResult<ObjectResponse>;
+
+    // ---- buckets ----
+
+    /// Creates a bucket; `BucketAlreadyOwnedByYou` if it exists.
+    async fn create_bucket(&self, name: &str, region: &str, owner: &str) -> MetaResult<BucketInfo> {
+        let req = ObjectRequest::CreateBucket {
+            name: name.into(),
+            region: region.into(),
+            owner: owner.into(),
+        };
+        ask!(self, req => ObjectResponse::Bucket)
+    }
+    async fn get_bucket(&self, name: &str) -> MetaResult<BucketInfo> {
+        ask!(self, ObjectRequest::GetBucket { name: name.into() } => ObjectResponse::Bucket)
+    }
+    async fn list_buckets(&self) -> MetaResult<Vec<BucketInfo>> {
+        ask!(self, ObjectRequest::ListBuckets => ObjectResponse::Buckets)
+    }
+    /// `BucketNotEmpty` while any version, delete marker or upload remains.
+    async fn delete_bucket(&self, name: &str) -> MetaResult<()> {
+        ask!(self, ObjectRequest::DeleteBucket { name: name.into() } => ObjectResponse::Done)
+    }
+    /// Enabled or Suspended (Unversioned is rejected: it cannot be restored).
+    async fn set_versioning(&self, bucket: &str, state: VersioningState) -> MetaResult<()> {
+        let req = ObjectRequest::SetVersioning {
+            bucket: bucket.into(),
+            state,
+        };
+        ask!(self, req => ObjectResponse::Done)
+    }
+
+    // ---- objects ----
+
+    /// Commits a new version, making it visible (invariant 1: blocks are
+    /// already durable). Assigns the version id ("null" unless versioning is
+    /// Enabled) and last-modified; a replaced "null" version's blocks lose
+    /// their reference.
+    async fn put_object(&self, obj: NewObject) -> MetaResult<ObjectVersion> {
+        ask!(self, ObjectRequest::PutObject { obj: Box::new(obj) } => ObjectResponse::Version)
+            .map(|v| *v)
+    }
+
+    /// The latest version (which may be a delete marker: the caller decides
+    /// between 404 and 405), or the given version. `NoSuchKey` when the key
+    /// has no version at all; `NoSuchVersion` for an unknown version id.
+    async fn get_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> MetaResult<ObjectRead> {
+        let req = ObjectRequest::GetObject {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(str::to_string),
+        };
+        ask!(self, req => ObjectResponse::Read).map(|r| *r)
+    }
+
+    /// Without a version id: a delete marker in Enabled buckets; in
+    /// Unversioned/Suspended buckets the "null" version is replaced by a
+    /// delete marker (Suspended) or removed (Unversioned). With a version
+    /// id: that version is removed permanently. Deleting what does not
+    /// exist succeeds (S3 answers 204), an unknown version id included.
+    async fn delete_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> MetaResult<DeleteOutcome> {
+        let req = ObjectRequest::DeleteObject {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(str::to_string),
+        };
+        ask!(self, req => ObjectResponse::Deleted)
+    }
+
+    /// `delete_object` on behalf of a replication worker (a request that
+    /// carried `REPLICA_HEADER`): a delete marker it creates is a replica
+    /// (REPLICA, never replicated again) and a version it removes makes no
+    /// task, so two-way rules do not bounce deletes back and forth.
+    async fn delete_object_replica(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        origin: ReplicaOrigin,
+    ) -> MetaResult<DeleteOutcome> {
+        let req = ObjectRequest::DeleteObjectReplica {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(str::to_string),
+            origin,
+        };
+        ask!(self, req => ObjectResponse::Deleted)
+    }
+
+    async fn list_objects(&self, q: ListObjectsQuery) -> MetaResult<ListObjectsPage> {
+        ask!(self, ObjectRequest::ListObjects { q } => ObjectResponse::Objects)
+    }
+    async fn list_versions(&self, q: ListVersionsQuery) -> MetaResult<ListVersionsPage> {
+        ask!(self, ObjectRequest::ListVersions { q } => ObjectResponse::Versions)
+    }
+
+    /// Replaces a version's tags (the latest when `version_id` is None);
+    /// returns the version id. Enqueues `TagsChanged` tasks for matching
+    /// rules.
+    async fn put_object_tags(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: BTreeMap<String, String>,
+    ) -> MetaResult<String> {
+        let req = ObjectRequest::PutObjectTags {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(str::to_string),
+            tags,
+        };
+        ask!(self, req => ObjectResponse::VersionId)
+    }
+
+    // ---- multipart ----
+
+    async fn create_upload(&self, upload: NewUpload) -> MetaResult<UploadInfo> {
+        ask!(self, ObjectRequest::CreateUpload { upload: Box::new(upload) } => ObjectResponse::Upload).map(|u| *u)
+    }
+    async fn get_upload(&self, bucket: &str, key: &str, upload_id: &str) -> MetaResult<UploadInfo> {
+        let req = ObjectRequest::GetUpload {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+        };
+        ask!(self, req => ObjectResponse::Upload).map(|u| *u)
+    }
+    /// Records (or replaces) a part; its blocks are durable already.
+    async fn put_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part: PartRecord,
+    ) -> MetaResult<()> {
+        let req = ObjectRequest::PutPart {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+            part,
+        };
+        ask!(self, req => ObjectResponse::Done)
+    }
+    /// Parts with number > `marker`, ascending, at most `max`.
+    async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        marker: u32,
+        max: usize,
+    ) -> MetaResult<ListPartsPage> {
+        let req = ObjectRequest::ListParts {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+            marker,
+            max,
+        };
+        ask!(self, req => ObjectResponse::Parts)
+    }
+    /// Validates the list (`InvalidPart`, `InvalidPartOrder`,
+    /// `EntityTooSmall`), then commits the object (ETag `md5-of-md5s-N`)
+    /// and drops the upload in one Raft entry. Parts not listed lose their
+    /// reference.
+    async fn complete_upload(&self, complete: CompleteUpload) -> MetaResult<ObjectVersion> {
+        let req = ObjectRequest::CompleteUpload {
+            complete: Box::new(complete),
+        };
+        ask!(self, req => ObjectResponse::Version).map(|v| *v)
+    }
+    async fn abort_upload(&self, bucket: &str, key: &str, upload_id: &str) -> MetaResult<()> {
+        let req = ObjectRequest::AbortUpload {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+        };
+        ask!(self, req => ObjectResponse::Done)
+    }
+    async fn list_uploads(&self, q: ListUploadsQuery) -> MetaResult<ListUploadsPage> {
+        ask!(self, ObjectRequest::ListUploads { q } => ObjectResponse::Uploads)
+    }
+
+    // ---- a bucket's replication configuration ----
+
+    /// Stores a bucket's replication configuration. `InvalidRequest` unless
+    /// the bucket's versioning is Enabled (S3's rule), or every rule is an
+    /// OSS rule (`ReplicationRule::oss`: OSS replicates unversioned buckets).
+    async fn put_bucket_replication(&self, bucket: &str, cfg: ReplicationConfig) -> MetaResult<()> {
+        let req = ObjectRequest::PutBucketReplication {
+            bucket: bucket.into(),
+            cfg,
+        };
+        ask!(self, req => ObjectResponse::Done)
+    }
+    /// `ReplicationConfigurationNotFound` when none is set.
+    async fn get_bucket_replication(&self, bucket: &str) -> MetaResult<ReplicationConfig> {
+        let req = ObjectRequest::GetBucketReplication {
+            bucket: bucket.into(),
+        };
+        ask!(self, req => ObjectResponse::Replication)
+    }
+    async fn delete_bucket_replication(&self, bucket: &str) -> MetaResult<()> {
+        let req = ObjectRequest::DeleteBucketReplication {
+            bucket: bucket.into(),
+        };
+        ask!(self, req => ObjectResponse::Done)
+    }
+    /// One OSS rule edit (add, RTC, close, remove; see `RuleEdit`), one
+    /// Raft entry. Rules added here (`oss` set) may live on an unversioned
+    /// bucket. Returns the rule as stored (for `Remove`, as it was).
+    /// `ReplicationConfigurationNotFound` / `NoSuchReplicationRule` for an
+    /// edit of what does not exist.
+    async fn edit_replication_rule(
+        &self,
+        bucket: &str,
+        edit: RuleEdit,
+    ) -> MetaResult<ReplicationRule> {
+        let req = ObjectRequest::EditReplicationRule {
+            bucket: bucket.into(),
+            edit,
+        };
+        ask!(self, req => ObjectResponse::Rule).map(|r| *r)
+    }
+
+    // ---- reads beyond the bucket ----
+
+    /// The key a request is signed with (`NoSuchAccessKey`).
+    async fn get_access_key(&self, access_key_id: &str) -> MetaResult<AccessKey> {
+        let req = ObjectRequest::GetAccessKey {
+            access_key_id: access_key_id.into(),
+        };
+        ask!(self, req => ObjectResponse::AccessKey)
+    }
+    /// Every remote, with secrets (internal callers only; the admin API
+    /// strips them).
+    async fn list_remotes(&self) -> MetaResult<Vec<RemoteInfo>> {
+        ask!(self, ObjectRequest::ListRemotes => ObjectResponse::Remotes)
+    }
+    /// Per-rule figures, for one bucket or all.
+    async fn replication_stats(&self, bucket: Option<&str>) -> MetaResult<Vec<RuleStats>> {
+        let req = ObjectRequest::ReplicationStats {
+            bucket: bucket.map(str::to_string),
+        };
+        ask!(self, req => ObjectResponse::Stats)
+    }
+}

@@ -1,0 +1,148 @@
+//! `ReplicationMeta`: the replication queue, as a worker drains it. Lease
+//! due tasks of a lane, acknowledge their outcomes, read a source upload
+//! for part streaming, record a destination's upload id, and step the
+//! existing-object (backfill) scan.
+//!
+//! Held by the replication worker only. The rules themselves are bucket
+//! configuration (`ObjectMeta`); requeuing failed tasks is the operator's
+//! (`AdminMeta::retry_failed`).
+
+use async_trait::async_trait;
+
+use super::{ask, request_enum, MetaRequest, MetaResult};
+use crate::replication::*;
+
+request_enum! {
+    /// One `ReplicationMeta` call and its arguments.
+    pub enum ReplicationRequest {
+        LeaseTasks { lane: Lane, max: usize, lease_ms: u64 },
+        AckTasks { acks: Vec<(String, TaskOutcome)> },
+        ReplicationUpload { bucket: String, key: String, upload_id: String },
+        SetRemoteUploadId {
+            bucket: String,
+            key: String,
+            upload_id: String,
+            destination: String,
+            remote_upload_id: String,
+        },
+        BackfillScan {
+            bucket: String,
+            rule_id: String,
+            start_after: Option<String>,
+            max: usize,
+        },
+    }
+}
+
+/// What a `ReplicationMeta` call answers, by type.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
+pub enum ReplicationResponse {
+    Done(()),
+    Tasks(Vec<ReplicationTask>),
+    Upload(Box<ReplUpload>),
+    /// The destination upload id recorded.
+    UploadId(String),
+    /// The last key a backfill step scanned (None: the scan is done).
+    ScannedTo(Option<String>),
+}
+
+impl MetaRequest for ReplicationRequest {
+    type Response = ReplicationResponse;
+    const CONTRACT: &'static str = "replication";
+
+    fn name(&self) -> &'static str {
+        self.variant_name()
+    }
+
+    fn retry_safe(&self) -> bool {
+        matches!(self, ReplicationRequest::ReplicationUpload { .. })
+    }
+
+    fn slow(&self) -> bool {
+        matches!(self, ReplicationRequest::BackfillScan { .. })
+    }
+}
+
+/// Implementors write `call`; the typed methods are for callers and are
+/// not overridden.
+#[async_trait]
+pub trait ReplicationMeta: Send + Sync + 'static {
+    async fn call(&self, req: ReplicationRequest) -> MetaResult<ReplicationResponse>;
+
+    /// Leases up to `max` due tasks of `lane` (oldest due first) for
+    /// `lease_ms`: they are not handed out again until the lease expires
+    /// (so a crashed worker's tasks come back) or they are acknowledged.
+    async fn lease_tasks(
+        &self,
+        lane: Lane,
+        max: usize,
+        lease_ms: u64,
+    ) -> MetaResult<Vec<ReplicationTask>> {
+        let req = ReplicationRequest::LeaseTasks {
+            lane,
+            max,
+            lease_ms,
+        };
+        ask!(self, req => ReplicationResponse::Tasks)
+    }
+    /// Records outcomes: `Done` removes the task and, when it was the
+    /// version's last pending destination, sets the version COMPLETED;
+    /// `Retry` re-queues it at `retry_at_ms` with attempts + 1; `Failed`
+    /// moves it to the failed set and marks the version FAILED.
+    async fn ack_tasks(&self, acks: Vec<(String, TaskOutcome)>) -> MetaResult<()> {
+        ask!(self, ReplicationRequest::AckTasks { acks } => ReplicationResponse::Done)
+    }
+    /// Multipart part streaming: the source upload as the worker needs it.
+    async fn replication_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> MetaResult<ReplUpload> {
+        let req = ReplicationRequest::ReplicationUpload {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+        };
+        ask!(self, req => ReplicationResponse::Upload).map(|u| *u)
+    }
+    /// Records the destination's upload id for a streamed upload if none is
+    /// recorded yet; returns the recorded one (a worker that lost the race
+    /// aborts its own destination upload).
+    async fn set_remote_upload_id(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        destination: &str,
+        remote_upload_id: &str,
+    ) -> MetaResult<String> {
+        let req = ReplicationRequest::SetRemoteUploadId {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+            destination: destination.into(),
+            remote_upload_id: remote_upload_id.into(),
+        };
+        ask!(self, req => ReplicationResponse::UploadId)
+    }
+    /// Existing-object replication: adds backfill-lane `NewVersion` tasks
+    /// for the latest versions after `start_after` (at most `max`) that the
+    /// rule matches; returns the last key scanned (None when done) and
+    /// records progress for `RuleStats::backfill_progress_ratio`.
+    async fn backfill_scan(
+        &self,
+        bucket: &str,
+        rule_id: &str,
+        start_after: Option<&str>,
+        max: usize,
+    ) -> MetaResult<Option<String>> {
+        let req = ReplicationRequest::BackfillScan {
+            bucket: bucket.into(),
+            rule_id: rule_id.into(),
+            start_after: start_after.map(str::to_string),
+            max,
+        };
+        ask!(self, req => ReplicationResponse::ScannedTo)
+    }
+}
