@@ -140,6 +140,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         bootstrap: true,
         snapshot_chunk_size: godwit_meta::DEFAULT_SNAPSHOT_CHUNK_SIZE,
         reserve_bytes: cfg.storage.meta_reserve_bytes,
+        clock: godwit_common::clock::system(),
     })
     .await?;
     meta.set_replication_max_attempts(cfg.replication.max_attempts);
@@ -252,6 +253,7 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
         bootstrap: cfg.bootstrap && cfg.peers.is_empty(),
         snapshot_chunk_size: cfg.snapshot_chunk_size,
         reserve_bytes: cfg.storage.meta_reserve_bytes,
+        clock: godwit_common::clock::system(),
     })
     .await?;
     meta.set_datanode_policy(cfg.tier.policy.clone());

@@ -72,6 +72,10 @@ pub struct MetaConfig {
     /// Free bytes of `data_dir` below which writes that grow the store are
     /// refused with `StorageFull` (`space.rs`); 0 turns the guard off.
     pub reserve_bytes: u64,
+    /// The wall clock that stamps proposals and deadlines (intents, task
+    /// leases, retry times): `clock::system()`, or a `ManualClock` in
+    /// tests.
+    pub clock: SharedClock,
 }
 
 impl MetaConfig {
@@ -93,6 +97,7 @@ impl MetaConfig {
             bootstrap: true,
             snapshot_chunk_size: DEFAULT_SNAPSHOT_CHUNK_SIZE,
             reserve_bytes: DEFAULT_META_RESERVE_BYTES,
+            clock: godwit_common::clock::system(),
         }
     }
 }
@@ -233,7 +238,7 @@ impl MetaNode {
             raft.initialize(members).await?;
         }
 
-        let (proposer, proposer_task) = Proposer::spawn(raft.clone());
+        let (proposer, proposer_task) = Proposer::spawn(raft.clone(), cfg.clock.clone());
         let (reads, reads_task) = ReadIndexBatcher::spawn(raft.clone(), read_error);
         let gauges_task = crate::metrics::spawn_raft_gauges(raft.metrics());
         let compactor_task = spawn_queue_compactor(db.clone());
@@ -305,6 +310,11 @@ impl MetaNode {
 
     pub fn node_id(&self) -> u64 {
         self.cfg.node_id
+    }
+
+    /// The configured wall clock, in milliseconds since the Unix epoch.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.cfg.clock.now_ms()
     }
 
     pub fn config(&self) -> &MetaConfig {
@@ -462,7 +472,7 @@ fn read_error(e: RaftError<u64, CheckIsLeaderError<u64, BasicNode>>) -> MetaErro
     }
 }
 
-pub(crate) use godwit_common::clock::now_ms;
+pub(crate) use godwit_common::clock::SharedClock;
 
 /// 32 lowercase hex chars of randomness: version ids, block ids.
 pub(crate) fn random_id() -> String {

@@ -9,6 +9,7 @@
 //! proposal carries one command and adds no delay; under high load the
 //! batch grows with the fsync latency.
 
+use godwit_common::clock::SharedClock;
 use godwit_common::MetaError;
 use openraft::error::{ClientWriteError, RaftError};
 use tokio::sync::{mpsc, oneshot};
@@ -31,9 +32,9 @@ pub struct Proposer {
 }
 
 impl Proposer {
-    pub fn spawn(raft: Raft) -> (Proposer, tokio::task::JoinHandle<()>) {
+    pub fn spawn(raft: Raft, clock: SharedClock) -> (Proposer, tokio::task::JoinHandle<()>) {
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
-        let task = tokio::spawn(run(raft, rx));
+        let task = tokio::spawn(run(raft, rx, clock));
         (Proposer { tx }, task)
     }
 
@@ -51,7 +52,7 @@ impl Proposer {
     }
 }
 
-async fn run(raft: Raft, mut rx: mpsc::Receiver<Pending>) {
+async fn run(raft: Raft, mut rx: mpsc::Receiver<Pending>, clock: SharedClock) {
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         while batch.len() < MAX_COMMANDS_PER_PROPOSAL {
@@ -77,7 +78,7 @@ async fn run(raft: Raft, mut rx: mpsc::Receiver<Pending>) {
             request_ids,
             // This node's clock, carried in the entry: every replica
             // expires remembered request ids against the same value.
-            now_ms: crate::node::now_ms(),
+            now_ms: clock.now_ms(),
         };
         metrics::get().proposals.inc();
         tracing::trace!(commands = n, "proposing");

@@ -16,7 +16,7 @@ use crate::apply::outbox::{BackfillProgress, LaneCounters};
 use crate::apply::streaming::StreamedUpload;
 use crate::command::{Command, Reply};
 use crate::listing;
-use crate::node::{now_ms, MetaNode};
+use crate::node::MetaNode;
 use crate::store::*;
 
 /// Failed attempts after which a `Retry` outcome becomes `Failed`, unless
@@ -81,7 +81,7 @@ impl MetaNode {
             key: key.into(),
             version_id: version_id.map(str::to_string),
             tags,
-            now_ms: now_ms(),
+            now_ms: self.now_ms(),
         };
         match self.write(cmd).await? {
             Reply::Text(v) => Ok(v),
@@ -103,7 +103,7 @@ impl MetaNode {
         max: usize,
         lease_ms: u64,
     ) -> MetaResult<Vec<ReplicationTask>> {
-        let now = now_ms();
+        let now = self.now_ms();
         // Idle workers poll empty lanes all the time: on the leader, a
         // local look at the lane's head spares a log entry and an fsync
         // when nothing is due. Only a hint (the lease itself decides); a
@@ -143,7 +143,7 @@ impl MetaNode {
         }
         let cmd = Command::AckTasks {
             acks,
-            now_ms: now_ms(),
+            now_ms: self.now_ms(),
             max_attempts: self.repl_max_attempts.load(Ordering::Relaxed),
         };
         self.write(cmd).await.map(|_| ())
@@ -155,7 +155,7 @@ impl MetaNode {
     ) -> MetaResult<Vec<RuleStats>> {
         self.linearizable().await?;
         let bucket = bucket.map(str::to_string);
-        let now = now_ms();
+        let now = self.now_ms();
         self.blocking(move |db| replication_stats(db, bucket.as_deref(), now))
             .await
     }
@@ -163,7 +163,7 @@ impl MetaNode {
     pub(crate) async fn retry_failed_impl(&self, bucket: &str) -> MetaResult<u64> {
         let cmd = Command::RetryFailed {
             bucket: bucket.into(),
-            now_ms: now_ms(),
+            now_ms: self.now_ms(),
         };
         match self.write(cmd).await? {
             Reply::Count(n) => Ok(n),
@@ -279,7 +279,7 @@ impl MetaNode {
             start_after: start_after.map(str::to_string),
             max,
             total_keys,
-            now_ms: now_ms(),
+            now_ms: self.now_ms(),
         };
         match self.write(cmd).await? {
             Reply::MaybeKey(k) => Ok(k),
@@ -299,7 +299,7 @@ impl MetaNode {
             key: key.into(),
             version_id: version_id.map(str::to_string),
             new_version_id: crate::node::random_id(),
-            now_ms: now_ms(),
+            now_ms: self.now_ms(),
             replica_of: Some(origin),
         };
         match self.write(cmd).await? {

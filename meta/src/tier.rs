@@ -488,7 +488,7 @@ impl MetaNode {
         self.ensure_leader().await?;
         self.tier.note_leader(self.is_leader());
         let ids: Vec<String> = ids.into_iter().filter(|id| !self.tier.leased(id)).collect();
-        let now = crate::node::now_ms();
+        let now = self.now_ms();
         let db = self.db.clone();
         self.pick_blocks(ids, move |id, row| {
             Ok(match row {
@@ -539,7 +539,7 @@ impl MetaNode {
     /// `SweepBlocks` when an intent expired or a grave is old enough to
     /// forget, so an idle cluster writes nothing.
     pub async fn sweep_blocks(&self) -> MetaResult<u64> {
-        let now = crate::node::now_ms();
+        let now = self.now_ms();
         let keep_ms = GRAVE_KEEP.as_millis() as i64;
         let expired_intent = self
             .db

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::*;
+use godwit_common::clock::Clock;
 use godwit_common::cluster::ClusterSecret;
 use godwit_common::net::MetaClient;
 use godwit_common::replication::*;
@@ -453,7 +454,7 @@ async fn object_tags_replace_and_enqueue_tags_changed() {
 #[tokio::test]
 async fn an_expired_lease_hands_the_task_out_again() {
     let dir = tempfile::tempdir().unwrap();
-    let m = open(dir.path()).await;
+    let (m, clock) = open_with_clock(dir.path()).await;
     setup(&*m, vec![rule("a", 1, "", "r1", "d1")]).await;
     m.put_object(inline("src", "k", b"x")).await.unwrap();
 
@@ -464,7 +465,7 @@ async fn an_expired_lease_hands_the_task_out_again() {
         .await
         .unwrap()
         .is_empty());
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    clock.advance(Duration::from_millis(450));
     let again = m.lease_tasks(Lane::Standard, 10, 300).await.unwrap();
     assert_eq!(again, first, "the same task, unchanged, after expiry");
     // max bounds a lease.
@@ -487,7 +488,7 @@ async fn an_expired_lease_hands_the_task_out_again() {
 #[tokio::test]
 async fn acks_drive_the_version_to_completed_or_failed() {
     let dir = tempfile::tempdir().unwrap();
-    let m = open(dir.path()).await;
+    let (m, clock) = open_with_clock(dir.path()).await;
     setup(
         &*m,
         vec![rule("a", 1, "", "r1", "d1"), rule("b", 1, "", "r2", "d2")],
@@ -515,7 +516,7 @@ async fn acks_drive_the_version_to_completed_or_failed() {
     let v = m.put_object(inline("src", "flaky", b"x")).await.unwrap();
     let tasks = lease_all(&*m).await;
     let (t1, t2) = (&tasks[0], &tasks[1]);
-    let soon = now_ms() + 300;
+    let soon = clock.now_ms() + 300;
     m.ack_tasks(vec![(
         t1.id.clone(),
         TaskOutcome::Retry {
@@ -526,7 +527,7 @@ async fn acks_drive_the_version_to_completed_or_failed() {
     .await
     .unwrap();
     assert!(lease_all(&*m).await.is_empty(), "not due before retry_at");
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    clock.advance(Duration::from_millis(400));
     let again = lease_all(&*m).await;
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].id, t1.id);
@@ -604,12 +605,10 @@ async fn acks_drive_the_version_to_completed_or_failed() {
     m.shutdown().await;
 }
 
-use godwit_common::clock::now_ms;
-
 #[tokio::test]
 async fn stats_show_pending_completed_and_rtc_misses_per_rule_and_lane() {
     let dir = tempfile::tempdir().unwrap();
-    let m = open(dir.path()).await;
+    let (m, clock) = open_with_clock(dir.path()).await;
     let mut fast = rule("fast", 1, "", "r2", "d2");
     fast.rtc = true;
     // A zero-minute threshold: every ack misses it.
@@ -620,7 +619,7 @@ async fn stats_show_pending_completed_and_rtc_misses_per_rule_and_lane() {
 
     m.put_object(inline("src", "a", b"12345")).await.unwrap();
     m.put_object(inline("src", "b", b"123")).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    clock.advance(Duration::from_millis(20));
 
     let stats = m.replication_stats(Some("src")).await.unwrap();
     assert_eq!(
@@ -637,7 +636,7 @@ async fn stats_show_pending_completed_and_rtc_misses_per_rule_and_lane() {
     assert_eq!(bf.pending_operations, 0);
 
     let rtc = lease(&*m, Lane::Rtc).await;
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    clock.advance(Duration::from_millis(5));
     done(&*m, &[&rtc[0].id, &rtc[1].id]).await;
     let all = m.replication_stats(None).await.unwrap();
     let fast = stats_row(&all, "fast", Lane::Rtc);

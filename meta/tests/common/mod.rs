@@ -26,6 +26,17 @@ pub async fn open(dir: &std::path::Path) -> Arc<MetaNode> {
     MetaNode::open(config(dir)).await.expect("meta node opens")
 }
 
+/// A meta node on a clock that moves only when the test advances it, so
+/// that leases and retry times expire without sleeping.
+pub async fn open_with_clock(
+    dir: &std::path::Path,
+) -> (Arc<MetaNode>, Arc<godwit_common::clock::ManualClock>) {
+    let clock = godwit_common::clock::ManualClock::at_now();
+    let mut cfg = config(dir);
+    cfg.clock = clock.clone();
+    (MetaNode::open(cfg).await.expect("meta node opens"), clock)
+}
+
 /// A meta node serving its RPC router on a loopback port; its URL.
 pub async fn serve(dir: &std::path::Path) -> (Arc<MetaNode>, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
