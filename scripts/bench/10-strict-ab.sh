@@ -20,6 +20,8 @@
 # SERVER_ARGS adds flags to both servers, e.g. data dirs on tmpfs need
 # overwritten blocks collected quickly or memory fills:
 #   DATA_ROOT=/dev/shm/ab SERVER_ARGS="--gc-grace-secs 5 --gc-interval-secs 5" ...
+# and each round's new objects dropped (FRESH_EACH_ROUND=1, below): a
+# 10 s 1 MiB PUT run leaves about 3.5 GB.
 DUR=${DUR:-10s}
 SIZE=${SIZE:-4KiB}
 NAME=${NAME:-strict}
@@ -99,16 +101,30 @@ start base
 start new
 printf 'round\top\tbuild\tops\tops_per_s\tp50_us\tp99_us\terrors\tserver_cpu_us_per_req\tother_cores\n' >"$TSV"
 
-# The GET key space, written once on each server (not timed).
-for b in base new; do
-  use "$b"
-  log "+ godwit bench --endpoint $E --op put --count $OBJECTS --objects $OBJECTS --prefix small/"
-  "$GODWIT" bench --endpoint "$E" --no-progress --op put --size "$SIZE" --concurrency "$CONC" \
-    --count "$OBJECTS" --objects "$OBJECTS" --prefix small/ >/dev/null
-done
+# The GET key space, written on each server (not timed).
+fill() {
+  local b
+  for b in base new; do
+    use "$b"
+    log "+ godwit bench --endpoint $E --op put --count $OBJECTS --objects $OBJECTS --prefix small/"
+    "$GODWIT" bench --endpoint "$E" --no-progress --op put --size "$SIZE" --concurrency "$CONC" \
+      --count "$OBJECTS" --objects "$OBJECTS" --prefix small/ >/dev/null
+  done
+}
+fill
 
 for round in $(seq "$ROUNDS"); do
   if [ $((round % 2)) = 1 ]; then order="base new"; else order="new base"; fi
+  # FRESH_EACH_ROUND=1: both servers restart on empty data dirs each
+  # round, so that data dirs on tmpfs hold one round's PUTs at most.
+  if [ "${FRESH_EACH_ROUND:-0}" = 1 ] && [ "$round" -gt 1 ]; then
+    for b in base new; do
+      kill "${PID[$b]}"
+      wait "${PID[$b]}" 2>/dev/null || true
+      start "$b"
+    done
+    fill
+  fi
   log "=== round $round: $order"
   for b in $order; do
     measure "$round" "$b" put --prefix "put-$round/"
