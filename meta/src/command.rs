@@ -305,6 +305,15 @@ impl Command {
         )
     }
 
+    /// Whether a retry must find this command's first outcome (DESIGN
+    /// invariant 10). `RecordIntents` need not: it names block ids nobody
+    /// else knows yet, so applying it twice leaves what applying it once
+    /// does, and a PUT is spared the request-id bookkeeping (a read, two
+    /// writes and the reply) on its extra Raft round (BENCHMARKS §11c).
+    pub fn needs_request_id(&self) -> bool {
+        !matches!(self, Command::RecordIntents { .. })
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Command::CreateBucket { .. } => "create_bucket",

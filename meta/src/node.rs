@@ -373,10 +373,10 @@ impl MetaNode {
                 }
                 // This node leads, or no leader is known: the proposer answers
                 // `NotLeader` in the second case, before proposing anything.
-                None => (
-                    None,
-                    self.propose_local(cmd.clone(), Some(id.clone())).await,
-                ),
+                None => {
+                    let id = cmd.needs_request_id().then(|| id.clone());
+                    (None, self.propose_local(cmd.clone(), id).await)
+                }
             };
             match (leader, r) {
                 // Forwarded, and the leader is gone or did not answer: once
