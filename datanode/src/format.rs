@@ -101,9 +101,13 @@ pub mod v1 {
             self.data_len.div_ceil(self.chunk_size as u64)
         }
 
-        /// Offset of chunk `i`'s entry in the CRC table.
+        /// Offset of chunk `i`'s entry in the CRC table. Saturates: a
+        /// damaged header's length points past the end of the file (the
+        /// read fails as corrupt) instead of overflowing.
         pub fn table_offset(&self, chunk: u64) -> u64 {
-            HEADER_LEN + self.data_len + chunk * 4
+            HEADER_LEN
+                .saturating_add(self.data_len)
+                .saturating_add(chunk.saturating_mul(4))
         }
 
         /// Layout: magic[8] version:u16 reserved:u16 chunk_size:u32

@@ -171,8 +171,20 @@ impl IoEngine {
     ) -> impl Future<Output = io::Result<Vec<u8>>> + Send + 'static {
         let engine = self.clone();
         let fd = fd.clone();
-        let first = self.read_at(&fd, Vec::with_capacity(len), len, offset);
+        // A damaged header can ask for offsets past i64::MAX: the kernel
+        // would see a negative offset (io_uring then reads at the file
+        // position), and `offset + before` below would overflow.
+        let in_range = offset
+            .checked_add(len as u64)
+            .is_some_and(|end| end <= i64::MAX as u64);
+        let first = in_range.then(|| self.read_at(&fd, Vec::with_capacity(len), len, offset));
         async move {
+            let Some(first) = first else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "read past the largest file offset",
+                ));
+            };
             let mut buf = first.await?;
             loop {
                 if buf.len() == len {
