@@ -27,7 +27,7 @@ mod report;
 mod run;
 mod stats;
 
-pub use args::BenchArgs;
+pub use args::{parse_size, BenchArgs};
 pub use client::{OpError, S3Client};
 pub use report::{OpSummary, Summary};
 pub use run::execute;

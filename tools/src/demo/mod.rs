@@ -468,34 +468,9 @@ impl Progress {
     }
 }
 
-/// `4096`, `4KiB`, `64MiB`, `1GiB` (binary), `5MB` (decimal).
-pub fn parse_size(s: &str) -> anyhow::Result<u64> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let num: f64 = num
-        .parse()
-        .with_context(|| format!("`{s}` is not a size (e.g. 256MiB)"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        "t" | "tib" => 1 << 40,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "tb" => 1_000_000_000_000,
-        other => bail!("unknown size unit `{other}` (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"),
-    };
-    let bytes = num * mult as f64;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-        bail!("`{s}` is out of range");
-    }
-    Ok(bytes.round() as u64)
-}
+/// Sizes are written as for `godwit bench`: `4096`, `4KiB`, `64MiB`,
+/// `1GiB` (binary), `5MB` (decimal).
+pub use crate::bench::parse_size;
 
 #[cfg(test)]
 mod tests {
