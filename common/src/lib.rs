@@ -12,6 +12,7 @@ pub mod block_api;
 pub mod block_token;
 pub mod clock;
 pub mod cluster;
+pub mod codec;
 pub mod disk;
 pub mod error;
 pub mod meta_api;

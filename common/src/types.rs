@@ -93,7 +93,7 @@ pub struct BlockRef {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum ObjectData {
     /// Small objects (at most the inline threshold) live in the version record.
-    Inline(#[serde(with = "serde_bytes_b64")] Vec<u8>),
+    Inline(#[serde(with = "crate::codec::bytes_or_b64")] Vec<u8>),
     /// Larger objects: blocks in order; their sizes add up to the object size.
     Blocks(Vec<BlockRef>),
 }
@@ -486,22 +486,4 @@ pub struct MetaStatus {
     pub last_log_index: Option<u64>,
     pub last_applied: Option<u64>,
     pub members: Vec<NodeId>,
-}
-
-/// Base64 for inline bytes in JSON (a JSON array of numbers would be 3-4x
-/// larger).
-pub mod serde_bytes_b64 {
-    use base64::Engine;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(v))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        let s = String::deserialize(d)?;
-        base64::engine::general_purpose::STANDARD
-            .decode(s)
-            .map_err(serde::de::Error::custom)
-    }
 }

@@ -99,6 +99,10 @@ pub enum ClusterOp {
     CompactLog,
 }
 
+/// How long `init_cluster` waits for the fresh group's leader before it
+/// has the records packed.
+const INIT_PACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Parses `1=http://meta1:9002,2=...` items into node id -> `host:port`
 /// (the form Raft stores).
 pub fn parse_peers(items: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
@@ -268,7 +272,20 @@ impl MetaNode {
             .collect();
         tracing::info!(members = ?members, "initializing the meta group");
         match self.raft.initialize(members).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                // A fresh group runs one build: its rows can be packed
+                // from the start. Not fatal: the operator can ask again.
+                let packed = async {
+                    self.wait_ready(INIT_PACK_TIMEOUT)
+                        .await
+                        .map_err(|e| MetaError::Unavailable(e.to_string()))?;
+                    self.pack_records().await
+                };
+                if let Err(e) = packed.await {
+                    tracing::warn!(error = %e, "the fresh meta group's records stay JSON until `godwit admin cluster pack-records`");
+                }
+                Ok(())
+            }
             Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Err(
                 MetaError::InvalidRequest("the meta group is already initialized".into()),
             ),
@@ -402,6 +419,27 @@ impl MetaNode {
         self.cluster_op(ClusterOp::CompactLog).await
     }
 
+    /// Whether new state-machine rows are written packed
+    /// (`store::KEY_RECORD_FORMAT`), as this node's state says.
+    pub fn records_packed(&self) -> bool {
+        matches!(
+            crate::store::record_format(&self.db),
+            Ok(godwit_common::codec::Format::Packed)
+        )
+    }
+
+    /// Has the group write its state-machine rows packed from now on
+    /// (`Command::PackRecords`). Only once every member runs a build that
+    /// reads them: an older build cannot apply the command. Idempotent.
+    pub async fn pack_records(&self) -> Result<(), MetaError> {
+        if self.records_packed() {
+            return Ok(());
+        }
+        self.write(crate::command::Command::PackRecords).await?;
+        tracing::info!("meta records are written packed from now on");
+        Ok(())
+    }
+
     /// An access key as this node's state holds it, without the read-index
     /// barrier (possibly stale): for authenticating cluster administration
     /// when the group has no quorum to read through.
@@ -459,7 +497,7 @@ fn decode<T: serde::de::DeserializeOwned>(
     if !authorized(node, headers) {
         return Err(refuse());
     }
-    serde_json::from_slice(body)
+    godwit_common::codec::decode(body)
         .map_err(|e| (StatusCode::BAD_REQUEST, format!("bad request body: {e}")).into_response())
 }
 

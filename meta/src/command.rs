@@ -264,6 +264,12 @@ pub enum Command {
         keep_ms: i64,
         max: usize,
     },
+    /// From this entry on, state-machine rows are written in the packed
+    /// format (`store::KEY_RECORD_FORMAT`). Proposed once every member
+    /// reads it: by a fresh group, a group of one node, or the operator
+    /// after a rolling upgrade (`godwit admin cluster pack-records`). A
+    /// build from before the packed format cannot read this entry.
+    PackRecords,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -344,6 +350,7 @@ impl Command {
             Command::RecordIntents { .. } => "record_intents",
             Command::RenewIntents { .. } => "renew_intents",
             Command::SweepBlocks { .. } => "sweep_blocks",
+            Command::PackRecords => "pack_records",
         }
     }
 

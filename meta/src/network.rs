@@ -1,7 +1,13 @@
-//! Raft transport between meta nodes: JSON over HTTP on pooled, persistent
+//! Raft transport between meta nodes: HTTP on pooled, persistent
 //! connections (one shared reqwest client, TCP_NODELAY). The receiving side
 //! is in `rpc.rs` (`/raft/append`, `/raft/vote`, `/raft/snapshot`). Every
 //! request carries the cluster credential.
+//!
+//! Bodies are in the packed format (`godwit_common::codec`); the receiver
+//! answers in the format it was sent. A peer from before the packed
+//! format answers 400 to a packed body without acting on it: the call goes
+//! again as JSON, and so does every later call to that peer, which keeps
+//! a rolling upgrade of the meta group working.
 //!
 //! Snapshots travel in chunks through openraft's `install_snapshot` RPC
 //! (the default `full_snapshot` of openraft 0.9 reads them from the
@@ -13,6 +19,7 @@
 use std::time::Duration;
 
 use godwit_common::cluster::{ClusterSecret, CLUSTER_AUTH_HEADER};
+use godwit_common::codec::{self, Format};
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
 };
@@ -70,6 +77,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             bearer: self.bearer.clone(),
             base: godwit_common::net::tls::base_url(&node.addr),
             target,
+            json_only: false,
         }
     }
 }
@@ -80,12 +88,21 @@ pub struct Peer {
     bearer: String,
     base: String,
     target: u64,
+    /// The peer refused a packed body: it reads JSON only.
+    json_only: bool,
+}
+
+/// What one POST came to.
+enum Posted<T> {
+    Answer(T),
+    /// 400 to a packed body from a peer that reads JSON only.
+    NeedsJson,
 }
 
 impl Peer {
-    /// POSTs `req` as JSON and decodes the peer's `Result<Resp, E>`.
+    /// POSTs `req` and decodes the peer's `Result<Resp, E>`.
     async fn call<Req, Resp, E>(
-        &self,
+        &mut self,
         path: &str,
         req: &Req,
         option: &RPCOption,
@@ -95,16 +112,43 @@ impl Peer {
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
-        self.post(path, option, |b| b.json(req)).await
+        let format = if self.json_only {
+            Format::Json
+        } else {
+            Format::Packed
+        };
+        match self
+            .post(path, option, format, encoded(format, req))
+            .await?
+        {
+            Posted::Answer(r) => Ok(r),
+            Posted::NeedsJson => {
+                tracing::info!(
+                    peer = self.target,
+                    "meta peer reads JSON only: sending it JSON"
+                );
+                self.json_only = true;
+                match self
+                    .post(path, option, Format::Json, encoded(Format::Json, req))
+                    .await?
+                {
+                    Posted::Answer(r) => Ok(r),
+                    Posted::NeedsJson => unreachable!("a JSON body is never refused as packed"),
+                }
+            }
+        }
     }
 
-    /// POSTs the body `body` sets and decodes the peer's `Result<Resp, E>`.
+    /// POSTs the body `body` sets (in `format`, which only matters to
+    /// know a refusal of the packed format) and decodes the peer's
+    /// `Result<Resp, E>`.
     async fn post<Resp, E>(
         &self,
         path: &str,
         option: &RPCOption,
+        format: Format,
         body: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
-    ) -> Result<Resp, RPCError<u64, BasicNode, E>>
+    ) -> Result<Posted<Resp>, RPCError<u64, BasicNode, E>>
     where
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
@@ -123,14 +167,24 @@ impl Peer {
         })?;
         let status = resp.status();
         if !status.is_success() {
-            let msg = format!("{path} on node {}: HTTP {status}", self.target);
+            let text = resp.text().await.unwrap_or_default();
+            if status == reqwest::StatusCode::BAD_REQUEST
+                && format == Format::Packed
+                && text.starts_with("bad request body")
+            {
+                return Ok(Posted::NeedsJson);
+            }
+            let msg = format!("{path} on node {}: HTTP {status}: {text}", self.target);
             return Err(RPCError::Network(NetworkError::new(&AnyError::error(msg))));
         }
-        let res: Result<Resp, E> = resp
-            .json()
+        let body = resp
+            .bytes()
             .await
             .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        res.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+        let res: Result<Resp, E> =
+            codec::decode(&body).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        res.map(Posted::Answer)
+            .map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
 }
 
@@ -152,11 +206,18 @@ impl RaftNetwork<TypeConfig> for Peer {
         RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>,
     > {
         let body = encode_chunk(rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        self.post(PATH_SNAPSHOT, &option, |b| {
-            b.header(reqwest::header::CONTENT_TYPE, SNAPSHOT_CHUNK_TYPE)
-                .body(body)
-        })
-        .await
+        // The chunk's framing is the same for every build (its header is
+        // JSON), so it is never refused as packed.
+        match self
+            .post(PATH_SNAPSHOT, &option, Format::Json, |b| {
+                b.header(reqwest::header::CONTENT_TYPE, SNAPSHOT_CHUNK_TYPE)
+                    .body(body)
+            })
+            .await?
+        {
+            Posted::Answer(r) => Ok(r),
+            Posted::NeedsJson => unreachable!("only packed bodies are refused as such"),
+        }
     }
 
     async fn vote(
@@ -165,6 +226,18 @@ impl RaftNetwork<TypeConfig> for Peer {
         option: RPCOption,
     ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
         self.call(PATH_VOTE, &rpc, &option).await
+    }
+}
+
+/// Sets `req`, encoded in `format`, as a request's body.
+fn encoded<Req: Serialize>(
+    format: Format,
+    req: &Req,
+) -> impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    let body = codec::encode(format, req);
+    move |b| {
+        b.header(reqwest::header::CONTENT_TYPE, format.content_type())
+            .body(body)
     }
 }
 

@@ -269,6 +269,16 @@ impl MetaNode {
             .await?;
         if voters == [node.cfg.node_id] {
             node.wait_ready(READY_TIMEOUT).await?;
+            // A group of this node alone has no member that could be an
+            // older build: its rows can be packed (a data dir written
+            // before the packed format switches here, at its first start).
+            let alone = node
+                .raft
+                .with_raft_state(|st| st.membership_state.effective().nodes().count() == 1)
+                .await?;
+            if alone {
+                node.pack_records().await?;
+            }
         }
         Ok(node)
     }

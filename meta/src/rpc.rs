@@ -59,8 +59,17 @@ fn unauthorized() -> Response {
         .into_response()
 }
 
-fn bad_request(e: serde_json::Error) -> Response {
+fn bad_request(e: impl std::fmt::Display) -> Response {
     (StatusCode::BAD_REQUEST, format!("bad request body: {e}")).into_response()
+}
+
+/// `v` in `format` (the format the request came in).
+fn answer<T: serde::Serialize>(format: codec::Format, v: &T) -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, format.content_type())],
+        codec::encode(format, v),
+    )
+        .into_response()
 }
 
 async fn raft_append(
@@ -71,8 +80,11 @@ async fn raft_append(
     if !authorized(&node, &headers) {
         return unauthorized();
     }
-    match serde_json::from_slice::<AppendEntriesRequest<TypeConfig>>(&body) {
-        Ok(req) => Json(node.raft.append_entries(req).await).into_response(),
+    match codec::decode::<AppendEntriesRequest<TypeConfig>>(&body) {
+        Ok(req) => answer(
+            codec::Format::of(&body),
+            &node.raft.append_entries(req).await,
+        ),
         Err(e) => bad_request(e),
     }
 }
@@ -81,8 +93,8 @@ async fn raft_vote(State(node): State<Arc<MetaNode>>, headers: HeaderMap, body: 
     if !authorized(&node, &headers) {
         return unauthorized();
     }
-    match serde_json::from_slice::<VoteRequest<u64>>(&body) {
-        Ok(req) => Json(node.raft.vote(req).await).into_response(),
+    match codec::decode::<VoteRequest<u64>>(&body) {
+        Ok(req) => answer(codec::Format::of(&body), &node.raft.vote(req).await),
         Err(e) => bad_request(e),
     }
 }
@@ -151,12 +163,10 @@ where
     F: FnOnce(R) -> Fut,
     Fut: std::future::Future<Output = MetaResult<R::Response>>,
 {
+    // Answered in the format it was asked in: a caller from before the
+    // packed format sends and reads JSON.
     match codec::decode::<R>(body) {
-        Ok(req) => (
-            [(axum::http::header::CONTENT_TYPE, codec::CONTENT_TYPE)],
-            codec::encode(&call(req).await),
-        )
-            .into_response(),
-        Err(e) => (StatusCode::BAD_REQUEST, format!("bad request body: {e}")).into_response(),
+        Ok(req) => answer(codec::Format::of(body), &call(req).await),
+        Err(e) => bad_request(e),
     }
 }

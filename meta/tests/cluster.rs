@@ -41,6 +41,8 @@ async fn three_nodes_replicate_install_snapshots_and_fail_over() {
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let n1 = start(dirs[0].path(), 1, true).await;
     let m1 = &n1.node;
+    // A group of one node writes its rows packed from its first start.
+    assert!(m1.records_packed());
     m1.create_bucket("c", "r", "AK").await.unwrap();
     m1.put_object(inline("c", "before", b"1")).await.unwrap();
     // A replication task queued before the snapshot travels inside it.
@@ -125,6 +127,8 @@ async fn three_nodes_replicate_install_snapshots_and_fail_over() {
             "node {} installed the snapshot",
             n.node.node_id()
         );
+        // The record format travels in the snapshot, with the packed rows.
+        assert!(n.node.records_packed(), "node {}", n.node.node_id());
     }
     m1.put_object(inline("c", "after", b"2")).await.unwrap();
 

@@ -8,6 +8,7 @@
 //! | `POST /admin/v1/cluster/members` | `cluster add-meta --node-id N --addr URL` |
 //! | `DELETE /admin/v1/cluster/members/{id}` | `cluster remove-meta --node-id N` |
 //! | `POST /admin/v1/cluster/compact` | `cluster compact` |
+//! | `POST /admin/v1/cluster/pack-records` | `cluster pack-records` |
 //!
 //! Any meta node accepts them; membership changes run on the leader
 //! (`godwit_meta::cluster`). SigV4 with a root key, as every admin call;
@@ -64,6 +65,11 @@ pub enum ClusterCommand {
     },
     /// Snapshot the leader's state machine and purge the log it covers.
     Compact,
+    /// After a rolling upgrade from a build before the packed record
+    /// format, once every meta node runs this build: write meta records
+    /// packed from now on (smaller, faster). Fresh groups and groups of
+    /// one node do this by themselves.
+    PackRecords,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -198,6 +204,15 @@ async fn compact(
     Ok(Json(CompactOutcome { snapshot_index }))
 }
 
+async fn pack_records(
+    State(s): State<Arc<AdminState>>,
+    req: Request,
+) -> Result<StatusCode, AdminError> {
+    let (node, _) = authorized::<()>(&s, req).await?;
+    node.pack_records().await.map_err(meta_err)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 pub fn routes() -> Router<Arc<AdminState>> {
     Router::new()
         .route("/admin/v1/cluster", get(status))
@@ -205,6 +220,7 @@ pub fn routes() -> Router<Arc<AdminState>> {
         .route("/admin/v1/cluster/members", post(add_meta))
         .route("/admin/v1/cluster/members/{id}", delete(remove_meta))
         .route("/admin/v1/cluster/compact", post(compact))
+        .route("/admin/v1/cluster/pack-records", post(pack_records))
 }
 
 fn opt(v: Option<u64>) -> String {
@@ -320,6 +336,14 @@ pub(crate) async fn run(
                 println!("{}", serde_json::to_string(&out)?);
             } else {
                 println!("log compacted up to index {}", out.snapshot_index);
+            }
+        }
+        ClusterCommand::PackRecords => {
+            client
+                .send(http::Method::POST, "/admin/v1/cluster/pack-records")
+                .await?;
+            if !json {
+                println!("meta records are written packed from now on");
             }
         }
     }

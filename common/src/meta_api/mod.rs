@@ -51,22 +51,12 @@ pub trait MetaRequest: Serialize + DeserializeOwned + Send + Sync + 'static {
     fn slow(&self) -> bool;
 }
 
-/// Encoding of requests and responses on the wire, in one place (JSON
-/// today; a binary, versioned encoding replaces it here).
+/// Encoding of requests and responses on the wire (`crate::codec`): the
+/// client sends the packed format, the server decodes either and answers
+/// in the format it was asked in, and a client talking to a build that
+/// reads JSON only (it answers 400 to a packed body) falls back to JSON.
 pub mod codec {
-    use serde::de::DeserializeOwned;
-    use serde::Serialize;
-
-    /// `Content-Type` of meta RPC bodies.
-    pub const CONTENT_TYPE: &str = "application/json";
-
-    pub fn encode<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
-        serde_json::to_vec(v).expect("meta RPC types serialize")
-    }
-
-    pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
-        serde_json::from_slice(bytes).map_err(|e| e.to_string())
-    }
+    pub use crate::codec::{decode, encode, Format};
 }
 
 /// A response variant that does not belong to the request: a bug on the
@@ -133,7 +123,8 @@ mod tests {
             key: "k".into(),
             version_id: None,
         };
-        let back: ObjectRequest = codec::decode(&codec::encode(&req)).unwrap();
+        let back: ObjectRequest =
+            codec::decode(&codec::encode(codec::Format::Packed, &req)).unwrap();
         assert!(matches!(back, ObjectRequest::GetObject { key, .. } if key == "k"));
         let ok: MetaResult<ObjectResponse> = Ok(ObjectResponse::Bucket(BucketInfo {
             name: "b".into(),
@@ -142,10 +133,12 @@ mod tests {
             versioning: VersioningState::Enabled,
             owner: "o".into(),
         }));
-        let back: MetaResult<ObjectResponse> = codec::decode(&codec::encode(&ok)).unwrap();
+        let back: MetaResult<ObjectResponse> =
+            codec::decode(&codec::encode(codec::Format::Packed, &ok)).unwrap();
         assert!(matches!(back, Ok(ObjectResponse::Bucket(b)) if b.name == "b"));
         let err: MetaResult<BlockResponse> = Err(MetaError::NoSuchBucket);
-        let back: MetaResult<BlockResponse> = codec::decode(&codec::encode(&err)).unwrap();
+        let back: MetaResult<BlockResponse> =
+            codec::decode(&codec::encode(codec::Format::Json, &err)).unwrap();
         assert_eq!(back.unwrap_err(), MetaError::NoSuchBucket);
     }
 

@@ -31,7 +31,7 @@
 //! call while a follower still names it as leader. When every endpoint is
 //! avoided, the client tries them anyway.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -92,6 +92,9 @@ enum Attempt<T> {
     Retry(MetaError),
     /// Maybe proposed: retried, with the same request id for a write.
     InDoubt(MetaError),
+    /// The node did not read the packed body (a build from before the
+    /// packed format): nothing ran; send it again as JSON.
+    NeedsJson,
 }
 
 pub struct MetaClient {
@@ -103,6 +106,9 @@ pub struct MetaClient {
     /// Index of the endpoint believed to be the leader.
     current: AtomicUsize,
     avoided: Avoided,
+    /// Set once a node refused a packed body: from then on every call
+    /// goes as JSON (a rolling upgrade of meta, see `crate::codec`).
+    json_only: AtomicBool,
 }
 
 /// Endpoints that timed out or refused a connection lately, until when.
@@ -168,6 +174,7 @@ impl MetaClient {
             http,
             current: AtomicUsize::new(0),
             avoided: Avoided::default(),
+            json_only: AtomicBool::new(false),
         }
     }
 
@@ -184,7 +191,8 @@ impl MetaClient {
         } else {
             ATTEMPT_TIMEOUT
         };
-        let body = bytes::Bytes::from(codec::encode(&req));
+        let mut format = self.format();
+        let mut body = bytes::Bytes::from(codec::encode(format, &req));
         // One id for every attempt of this call: meta applies it once.
         let request_id = (!read).then(|| format!("{:032x}", rand::random::<u128>()));
         let deadline = Instant::now() + RETRY_WINDOW;
@@ -194,10 +202,23 @@ impl MetaClient {
                 .avoided
                 .pick(self.current.load(Ordering::Relaxed) % n, n);
             let attempt = self
-                .attempt::<R::Response>(at, R::CONTRACT, &body, timeout, request_id.as_deref())
+                .attempt::<R::Response>(
+                    at,
+                    R::CONTRACT,
+                    (format, &body),
+                    timeout,
+                    request_id.as_deref(),
+                )
                 .await;
             let err = match attempt {
                 Attempt::Done(r) => return r,
+                Attempt::NeedsJson => {
+                    tracing::info!(endpoint = %self.endpoints[at], "meta node reads JSON only: sending JSON from now on");
+                    self.json_only.store(true, Ordering::Relaxed);
+                    format = codec::Format::Json;
+                    body = bytes::Bytes::from(codec::encode(format, &req));
+                    continue;
+                }
                 Attempt::Retry(e) => e,
                 Attempt::InDoubt(e) => {
                     if !read {
@@ -226,7 +247,7 @@ impl MetaClient {
         &self,
         at: usize,
         contract: &str,
-        body: &bytes::Bytes,
+        (format, body): (codec::Format, &bytes::Bytes),
         timeout: Duration,
         request_id: Option<&str>,
     ) -> Attempt<Resp> {
@@ -240,7 +261,7 @@ impl MetaClient {
             builder = builder.header(REQUEST_ID_HEADER, id);
         }
         let sent = builder
-            .header(reqwest::header::CONTENT_TYPE, codec::CONTENT_TYPE)
+            .header(reqwest::header::CONTENT_TYPE, format.content_type())
             .body(body.clone())
             .send()
             .await;
@@ -266,6 +287,14 @@ impl MetaClient {
         let status = resp.status();
         if !status.is_success() {
             let body = resp.text().await.unwrap_or_default();
+            // Builds before the packed format answer 400 "bad request
+            // body" to a body they cannot parse, before running anything.
+            if status == reqwest::StatusCode::BAD_REQUEST
+                && format == codec::Format::Packed
+                && body.starts_with("bad request body")
+            {
+                return Attempt::NeedsJson;
+            }
             let err = MetaError::Unavailable(format!("{url}: HTTP {status}: {body}"));
             return if status.is_server_error() {
                 Attempt::InDoubt(err)
@@ -293,6 +322,15 @@ impl MetaClient {
             Err(e @ MetaError::NotLeader { .. }) => Attempt::Retry(e),
             Err(e @ MetaError::Unavailable(_)) => Attempt::InDoubt(e),
             other => Attempt::Done(other),
+        }
+    }
+
+    /// The format of the next call's body.
+    fn format(&self) -> codec::Format {
+        if self.json_only.load(Ordering::Relaxed) {
+            codec::Format::Json
+        } else {
+            codec::Format::Packed
         }
     }
 

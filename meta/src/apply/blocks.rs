@@ -98,7 +98,7 @@ pub(crate) fn record_intents(
         tx.put(
             CF_INTENTS,
             id.as_bytes().to_vec(),
-            encode(&IntentRecord { deadline_ms }),
+            tx.encode(&IntentRecord { deadline_ms }),
         );
     }
     Ok(Reply::Done)
@@ -117,7 +117,7 @@ pub(crate) fn renew_intents(
                 tx.put(
                     CF_INTENTS,
                     id.as_bytes().to_vec(),
-                    encode(&IntentRecord { deadline_ms }),
+                    tx.encode(&IntentRecord { deadline_ms }),
                 );
             }
             // Expired (the sweep buries it) or already claimed.
@@ -223,15 +223,18 @@ pub struct BlockRecord {
     pub nodes: Vec<NodeId>,
 }
 
-/// Decodes a `blocks` value (either format).
+/// Decodes a `blocks` value: a record (JSON or packed), or the bare
+/// big-endian reference count of the first builds (8 bytes; a packed
+/// record is longer and starts with `codec::PACKED_V1`, which no real
+/// count does).
 pub fn decode_record(id: &str, b: &[u8]) -> Result<BlockRecord, MetaError> {
-    if b.len() == 8 {
+    if b.len() == 8 && b[0] != godwit_common::codec::PACKED_V1 {
         return Ok(BlockRecord {
             refs: u64::from_be_bytes(b.try_into().expect("8 bytes")),
             ..Default::default()
         });
     }
-    serde_json::from_slice(b)
+    godwit_common::codec::decode(b)
         .map_err(|e| MetaError::Internal(format!("corrupt block record {id}: {e}")))
 }
 
@@ -242,7 +245,7 @@ pub fn read_record(tx: &Overlay, id: &str) -> Result<Option<BlockRecord>, MetaEr
 }
 
 fn write_record(tx: &mut Overlay, id: &str, rec: &BlockRecord) {
-    tx.put(CF_BLOCKS, id.as_bytes().to_vec(), encode(rec));
+    tx.put(CF_BLOCKS, id.as_bytes().to_vec(), tx.encode(rec));
 }
 
 fn block_refs(data: &ObjectData) -> &[BlockRef] {
@@ -345,7 +348,11 @@ pub(crate) fn register_datanode(tx: &mut Overlay, info: DatanodeInfo) -> Result<
         Some(b) => decode::<DatanodeRecord>(&b)?.state,
         None => DatanodeState::Active,
     };
-    tx.put(CF_DATANODES, key, encode(&DatanodeRecord { info, state }));
+    tx.put(
+        CF_DATANODES,
+        key,
+        tx.encode(&DatanodeRecord { info, state }),
+    );
     Ok(Reply::Done)
 }
 
@@ -366,6 +373,6 @@ pub(crate) fn set_datanode_state(
         )));
     }
     rec.state = state;
-    tx.put(CF_DATANODES, key, encode(&rec));
+    tx.put(CF_DATANODES, key, tx.encode(&rec));
     Ok(Reply::Done)
 }

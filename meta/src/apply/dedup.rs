@@ -224,9 +224,9 @@ pub fn record_reply(
                 data: ObjectData::Inline(Vec::new()),
                 ..(**v).clone()
             };
-            crate::store::encode(&Ok::<Reply, MetaError>(Reply::Version(Box::new(slim))))
+            tx.encode(&Ok::<Reply, MetaError>(Reply::Version(Box::new(slim))))
         }
-        _ => crate::store::encode(reply),
+        _ => tx.encode(reply),
     };
     table.insert(tx, id.as_bytes(), now_ms, &encoded)
 }

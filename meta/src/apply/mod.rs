@@ -173,7 +173,20 @@ pub fn apply_command(
             keep_ms,
             max,
         } => blocks::sweep(tx, now_ms, keep_ms, max),
+        Command::PackRecords => pack_records(tx),
     }
+}
+
+/// Rows written from here on are packed (`KEY_RECORD_FORMAT`); the rows
+/// already written stay as they are and are read as they are.
+fn pack_records(tx: &mut Overlay) -> Result<Reply, MetaError> {
+    tx.put(
+        CF_SM_META,
+        KEY_RECORD_FORMAT.to_vec(),
+        RECORD_FORMAT_PACKED_V1.to_vec(),
+    );
+    tx.format = godwit_common::codec::Format::Packed;
+    Ok(Reply::Done)
 }
 
 pub(crate) fn load_bucket(tx: &Overlay, name: &str) -> Result<BucketInfo, MetaError> {
@@ -203,7 +216,7 @@ fn create_bucket(
         versioning: VersioningState::Unversioned,
         owner,
     };
-    tx.put(CF_BUCKETS, name.into_bytes(), encode(&info));
+    tx.put(CF_BUCKETS, name.into_bytes(), tx.encode(&info));
     Ok(Reply::Bucket(info))
 }
 
@@ -241,7 +254,7 @@ fn set_versioning(
         ));
     }
     info.versioning = state;
-    tx.put(CF_BUCKETS, bucket.as_bytes().to_vec(), encode(&info));
+    tx.put(CF_BUCKETS, bucket.as_bytes().to_vec(), tx.encode(&info));
     Ok(Reply::Done)
 }
 
@@ -249,7 +262,11 @@ fn put_access_key(tx: &mut Overlay, key: AccessKey) -> Result<Reply, MetaError> 
     if let Some(existing) = tx.get(CF_KEYS, key.access_key_id.as_bytes())? {
         return Ok(Reply::AccessKey(decode(&existing)?));
     }
-    tx.put(CF_KEYS, key.access_key_id.as_bytes().to_vec(), encode(&key));
+    tx.put(
+        CF_KEYS,
+        key.access_key_id.as_bytes().to_vec(),
+        tx.encode(&key),
+    );
     Ok(Reply::AccessKey(key))
 }
 

@@ -61,7 +61,7 @@ pub(super) fn create_upload(
         owner: u.owner,
         replica_of: u.replica_of,
     };
-    tx.put(CF_UPLOADS, k, encode(&info));
+    tx.put(CF_UPLOADS, k, tx.encode(&info));
     Ok(Reply::Upload(Box::new(info)))
 }
 
@@ -86,7 +86,7 @@ pub(super) fn put_part(
         drop_refs(tx, &old.data)?;
     }
     add_refs(tx, &part.data)?;
-    tx.put(CF_PARTS, k, encode(&part));
+    tx.put(CF_PARTS, k, tx.encode(&part));
     // A replica upload's parts came from another region: never sent back.
     if upload.replica_of.is_none() {
         streaming::on_part(tx, &upload, &part, now_ms)?;
@@ -250,11 +250,12 @@ pub(super) fn complete_upload(
         etag: version.etag.clone(),
         size: version.size,
     };
+    let record = tx.encode(&record);
     COMPLETED_UPLOADS.insert(
         tx,
         &upload_key(&c.bucket, &c.key, &c.upload_id),
         now_ms,
-        &encode(&record),
+        &record,
     )?;
     if retain {
         // Destinations still read the listed parts: they stay, with their

@@ -292,7 +292,7 @@ pub(crate) fn commit_version(
         remove_version(tx, &v.bucket, &v.key, NULL_VERSION_ID)?;
     }
     add_refs(tx, &v.data)?;
-    tx.put(CF_OBJECTS, object_key(&v.bucket, &v.key, seq), encode(v));
+    tx.put(CF_OBJECTS, object_key(&v.bucket, &v.key, seq), tx.encode(v));
     tx.put(
         CF_VERSION_INDEX,
         version_index_key(&v.bucket, &v.key, &v.version_id),
@@ -304,7 +304,7 @@ pub(crate) fn commit_version(
 /// Rewrites the record of a version just committed at `seq` (its
 /// replication status was decided after the commit).
 pub(crate) fn restamp_version(tx: &mut Overlay, v: &ObjectVersion, seq: u64) {
-    tx.put(CF_OBJECTS, object_key(&v.bucket, &v.key, seq), encode(v));
+    tx.put(CF_OBJECTS, object_key(&v.bucket, &v.key, seq), tx.encode(v));
 }
 
 /// One version of a key, by id, seen through the pending writes.

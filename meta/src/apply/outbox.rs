@@ -235,7 +235,7 @@ pub(crate) fn enqueue(
 pub(crate) fn put_queued(tx: &mut Overlay, task: &ReplicationTask, due_ms: i64, seq: u64) {
     let qk = queue_key(task.lane.index(), due_ms, seq);
     tx.put(CF_REPL_TASK_INDEX, task.id.as_bytes().to_vec(), qk.clone());
-    tx.put(CF_REPL_QUEUE, qk, encode(task));
+    tx.put(CF_REPL_QUEUE, qk, tx.encode(task));
 }
 
 /// Applies `change` to the counts of the task's version and returns the
@@ -256,7 +256,7 @@ fn update_version_tasks(
     if counts.pending == 0 && counts.failed == 0 {
         tx.delete(CF_REPL_VERSIONS, k);
     } else {
-        tx.put(CF_REPL_VERSIONS, k, encode(&counts));
+        tx.put(CF_REPL_VERSIONS, k, tx.encode(&counts));
     }
     Ok(status)
 }
@@ -349,7 +349,7 @@ pub(crate) fn set_version_status(
     let mut v: ObjectVersion = decode(&raw)?;
     if v.replication_status != Some(status) {
         v.replication_status = Some(status);
-        tx.put(CF_OBJECTS, ok, encode(&v));
+        tx.put(CF_OBJECTS, ok, tx.encode(&v));
     }
     Ok(())
 }
@@ -372,7 +372,7 @@ pub(crate) fn bump_counters(
         None => LaneCounters::default(),
     };
     change(&mut c);
-    tx.put(CF_REPL_STATE, k, encode(&c));
+    tx.put(CF_REPL_STATE, k, tx.encode(&c));
     Ok(())
 }
 

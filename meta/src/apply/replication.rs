@@ -47,7 +47,7 @@ pub(super) fn put_bucket_replication(
             return Err(MetaError::NoSuchRemote(rule.remote.clone()));
         }
     }
-    tx.put(CF_REPL_RULES, bucket.as_bytes().to_vec(), encode(&cfg));
+    tx.put(CF_REPL_RULES, bucket.as_bytes().to_vec(), tx.encode(&cfg));
     Ok(Reply::Done)
 }
 
@@ -157,7 +157,7 @@ pub(super) fn edit_replication_rule(
     };
     match cfg {
         Some(cfg) if !cfg.rules.is_empty() => {
-            tx.put(CF_REPL_RULES, bucket.as_bytes().to_vec(), encode(&cfg))
+            tx.put(CF_REPL_RULES, bucket.as_bytes().to_vec(), tx.encode(&cfg))
         }
         _ => tx.delete(CF_REPL_RULES, bucket.as_bytes().to_vec()),
     }
@@ -196,7 +196,11 @@ pub(super) fn put_remote(tx: &mut Overlay, remote: RemoteInfo) -> Result<Reply, 
             "a remote name must be non-empty, without '/' or NUL".into(),
         ));
     }
-    tx.put(CF_REMOTES, remote.name.as_bytes().to_vec(), encode(&remote));
+    tx.put(
+        CF_REMOTES,
+        remote.name.as_bytes().to_vec(),
+        tx.encode(&remote),
+    );
     Ok(Reply::Done)
 }
 
@@ -259,7 +263,7 @@ pub(super) fn put_object_tags(
         // PENDING, unless another task of the version already failed.
         v.replication_status = outbox::counted_status(tx, bucket, key, &v.version_id)?;
     }
-    tx.put(CF_OBJECTS, ok, encode(&v));
+    tx.put(CF_OBJECTS, ok, tx.encode(&v));
     Ok(Reply::Text(v.version_id))
 }
 
@@ -352,7 +356,7 @@ fn fail(tx: &mut Overlay, task: ReplicationTask, qk: Vec<u8>) -> Result<(), Meta
     tx.put(
         CF_REPL_FAILED,
         outbox::failed_key(&task.bucket, &task.id),
-        encode(&task),
+        tx.encode(&task),
     );
     Ok(())
 }
@@ -456,6 +460,6 @@ pub(super) fn backfill_scan(
     if done {
         progress.total = progress.total.max(progress.scanned);
     }
-    tx.put(CF_REPL_STATE, pk, encode(&progress));
+    tx.put(CF_REPL_STATE, pk, tx.encode(&progress));
     Ok(Reply::MaybeKey(if done { None } else { last }))
 }

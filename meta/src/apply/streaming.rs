@@ -54,7 +54,7 @@ fn save(tx: &mut Overlay, rec: &StreamedUpload) {
     tx.put(
         CF_REPL_UPLOADS,
         upload_key(&u.bucket, &u.key, &u.upload_id),
-        encode(rec),
+        tx.encode(rec),
     );
 }
 

@@ -6,12 +6,17 @@
 //! many per AppendEntries; on the leader, `proposer.rs` packs concurrent
 //! commands into one entry because openraft 0.9 hands the log one
 //! client write at a time).
+//!
+//! Entries and values are written packed (`godwit_common::codec`) and read
+//! in either format: the log is this node's own, so it switches at once
+//! (a data dir from before the packed format holds JSON entries).
 
 use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use godwit_common::codec::{self, Format};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{LogState, OptionalSend, RaftLogReader, StorageIOError, Vote};
 use rocksdb::{Direction, IteratorMode, WriteBatch, WriteOptions, DB};
@@ -61,7 +66,7 @@ impl LogStore {
         match v {
             None => Ok(None),
             Some(b) => Ok(Some(
-                serde_json::from_slice(&b).map_err(|e| StorageIOError::read(&e))?,
+                codec::decode(&b).map_err(|e| StorageIOError::read(&e))?,
             )),
         }
     }
@@ -94,8 +99,7 @@ impl LogStore {
             None => Ok(None),
             Some(Err(e)) => Err(StorageIOError::read_logs(&e).into()),
             Some(Ok((_, v))) => {
-                let entry: Entry =
-                    serde_json::from_slice(&v).map_err(|e| StorageIOError::read_logs(&e))?;
+                let entry: Entry = codec::decode(&v).map_err(|e| StorageIOError::read_logs(&e))?;
                 Ok(Some(entry.log_id))
             }
         }
@@ -127,7 +131,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
             if !range.contains(&index) {
                 break;
             }
-            out.push(serde_json::from_slice(&v).map_err(|e| StorageIOError::read_logs(&e))?);
+            out.push(codec::decode(&v).map_err(|e| StorageIOError::read_logs(&e))?);
         }
         Ok(out)
     }
@@ -150,7 +154,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError> {
-        let v = serde_json::to_vec(vote).map_err(|e| StorageIOError::write_vote(&e))?;
+        let v = codec::encode(Format::Packed, vote);
         self.put_meta_synced(KEY_VOTE, v)
             .await
             .map_err(|e| StorageIOError::write_vote(&e).into())
@@ -163,7 +167,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
         // Not synced: after a crash openraft re-learns the commit index
         // from the leader; this only shortens recovery.
-        let v = serde_json::to_vec(&committed).map_err(|e| StorageIOError::write(&e))?;
+        let v = codec::encode(Format::Packed, &committed);
         self.db
             .put_cf(cf(&self.db, CF_RAFT_META), KEY_COMMITTED, v)
             .map_err(|e| StorageIOError::write(&e).into())
@@ -184,7 +188,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let mut rows = Vec::new();
         for entry in entries {
-            let v = serde_json::to_vec(&entry).map_err(|e| StorageIOError::write_logs(&e))?;
+            let v = codec::encode(Format::Packed, &entry);
             rows.push((index_key(entry.log_id.index), v));
         }
         let n = rows.len() as u64;
@@ -239,7 +243,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         // Record the purge point first, in the same batch as the deletion.
-        let v = serde_json::to_vec(&log_id).map_err(|e| StorageIOError::write_logs(&e))?;
+        let v = codec::encode(Format::Packed, &log_id);
         let mut batch = WriteBatch::default();
         batch.put_cf(cf(&self.db, CF_RAFT_META), KEY_PURGED, v);
         batch.delete_range_cf(

@@ -52,6 +52,7 @@ pub mod state_machine;
 use std::path::Path;
 use std::sync::Arc;
 
+use godwit_common::codec::Format;
 use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, Options, DB};
 
 pub const CF_RAFT_META: &str = "raft_meta";
@@ -233,12 +234,30 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-pub fn encode<T: serde::Serialize>(v: &T) -> Vec<u8> {
-    serde_json::to_vec(v).expect("meta records always serialize")
+/// `sm_meta` row naming the format new state-machine rows are written in
+/// (`godwit_common::codec`). Absent: JSON, as every build before the
+/// packed format wrote; set by `Command::PackRecords` once every member
+/// reads the packed format, because these rows travel to other nodes in
+/// snapshots. Rows are read in either format whatever it says.
+pub const KEY_RECORD_FORMAT: &[u8] = b"record_format";
+/// `KEY_RECORD_FORMAT`'s value for the packed format, version 1.
+pub const RECORD_FORMAT_PACKED_V1: &[u8] = b"packed-1";
+
+/// The format new state-machine rows are written in (`KEY_RECORD_FORMAT`).
+pub fn record_format(db: &DB) -> Result<Format, rocksdb::Error> {
+    Ok(match db.get_cf(cf(db, CF_SM_META), KEY_RECORD_FORMAT)? {
+        Some(v) if v == RECORD_FORMAT_PACKED_V1 => Format::Packed,
+        _ => Format::Json,
+    })
 }
 
+pub fn encode<T: serde::Serialize>(format: Format, v: &T) -> Vec<u8> {
+    godwit_common::codec::encode(format, v)
+}
+
+/// A row in either format.
 pub fn decode<T: serde::de::DeserializeOwned>(b: &[u8]) -> Result<T, godwit_common::MetaError> {
-    serde_json::from_slice(b)
+    godwit_common::codec::decode(b)
         .map_err(|e| godwit_common::MetaError::Internal(format!("corrupt record: {e}")))
 }
 

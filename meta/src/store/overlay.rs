@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use godwit_common::codec::Format;
 use godwit_common::MetaError;
 use rocksdb::{Direction, IteratorMode, WriteBatch, DB};
 
@@ -22,6 +23,8 @@ pub struct Overlay {
     /// The proposer's clock of the command being applied (0 when the
     /// command carries none): when a dropped reference buries a block.
     pub now_ms: i64,
+    /// The format rows are written in (`super::KEY_RECORD_FORMAT`).
+    pub format: Format,
 }
 
 /// A (key, value) row.
@@ -35,7 +38,10 @@ fn db_err(e: rocksdb::Error) -> MetaError {
 
 impl Overlay {
     pub fn new(db: Arc<DB>) -> Self {
+        // Unreadable: JSON, which every member reads.
+        let format = super::record_format(&db).unwrap_or(Format::Json);
         Overlay {
+            format,
             db,
             pending: BTreeMap::new(),
             undo: Vec::new(),
@@ -69,6 +75,11 @@ impl Overlay {
             return Ok(v.clone());
         }
         self.db.get_cf(cf(&self.db, cf_name), key).map_err(db_err)
+    }
+
+    /// `v` encoded as a row of this state machine.
+    pub fn encode<T: serde::Serialize>(&self, v: &T) -> Vec<u8> {
+        super::encode(self.format, v)
     }
 
     pub fn put(&mut self, cf_name: &'static str, key: Vec<u8>, value: Vec<u8>) {

@@ -65,11 +65,11 @@ fn read_applied(
     get: impl Fn(&[u8]) -> Result<Option<Vec<u8>>, rocksdb::Error>,
 ) -> anyhow::Result<(Option<LogId>, StoredMembership)> {
     let last = match get(KEY_LAST_APPLIED)? {
-        Some(b) => serde_json::from_slice(&b)?,
+        Some(b) => godwit_common::codec::decode(&b)?,
         None => None,
     };
     let membership = match get(KEY_MEMBERSHIP)? {
-        Some(b) => serde_json::from_slice(&b)?,
+        Some(b) => godwit_common::codec::decode(&b)?,
         None => StoredMembership::default(),
     };
     Ok((last, membership))
@@ -173,16 +173,8 @@ fn apply_entries(
             }
         }
     }
-    tx.put(
-        CF_SM_META,
-        KEY_LAST_APPLIED.to_vec(),
-        serde_json::to_vec(&last).map_err(|e| sm_err(&e))?,
-    );
-    tx.put(
-        CF_SM_META,
-        KEY_MEMBERSHIP.to_vec(),
-        serde_json::to_vec(&membership).map_err(|e| sm_err(&e))?,
-    );
+    tx.put(CF_SM_META, KEY_LAST_APPLIED.to_vec(), tx.encode(&last));
+    tx.put(CF_SM_META, KEY_MEMBERSHIP.to_vec(), tx.encode(&membership));
     let mut batch = WriteBatch::default();
     tx.into_batch(&mut batch);
     db.write(batch).map_err(|e| sm_err(&e))?;
@@ -539,6 +531,86 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&p).unwrap(),
             r#"{"cmds":[{"DeleteBucket":{"name":"x"}}]}"#
+        );
+    }
+
+    /// The raw `objects` row of the newest version of `key`.
+    fn object_row(db: &DB, key: &str) -> Vec<u8> {
+        let prefix = key_prefix("b", key);
+        let (_, v) = db
+            .prefix_iterator_cf(cf(db, CF_OBJECTS), &prefix)
+            .next()
+            .unwrap()
+            .unwrap();
+        v.to_vec()
+    }
+
+    #[test]
+    fn rows_are_json_until_the_group_packs_them_and_both_read_back() {
+        use godwit_common::codec::{Format, PACKED_V1};
+        let mut sm = Sm::new();
+        sm.put("old", "v1", "p1", 10);
+        let old = object_row(&sm.db, "old");
+        assert_eq!(
+            Format::of(&old),
+            Format::Json,
+            "no member said every node reads packed rows"
+        );
+        assert_eq!(crate::store::record_format(&sm.db).unwrap(), Format::Json);
+
+        // PackRecords and a put in one proposal: the put is already packed.
+        let replies = sm.apply(
+            vec![(Command::PackRecords, None), (put("new", "v2"), Some("p2"))],
+            20,
+        );
+        assert!(matches!(replies[0], Ok(Reply::Done)));
+        assert_eq!(crate::store::record_format(&sm.db).unwrap(), Format::Packed);
+        let new = object_row(&sm.db, "new");
+        assert_eq!(new[0], PACKED_V1);
+        assert!(new.len() < old.len(), "{} vs {}", new.len(), old.len());
+        // Inline bytes are stored as bytes (a MessagePack bin of 1 byte),
+        // not as base64 text.
+        assert!(new.windows(3).any(|w| w == [0xC4, 1, b'a']));
+
+        // Both rows decode, and a repeat of the old request answers as
+        // the first time (the remembered reply is a JSON row).
+        for (row, id) in [(&old, "v1"), (&new, "v2")] {
+            let v: ObjectVersion = crate::store::decode(row).unwrap();
+            assert_eq!(v.version_id, id);
+            assert_eq!(v.data, ObjectData::Inline(b"a".to_vec()));
+        }
+        assert_eq!(sm.put("old", "again", "p1", 30), "v1");
+        assert_eq!(sm.versions("old"), 1);
+    }
+
+    #[test]
+    fn log_entries_cross_the_packed_format_unchanged() {
+        use godwit_common::codec::{self, Format};
+        let entry = Entry {
+            log_id: LogId::new(openraft::CommittedLeaderId::new(3, 1), 42),
+            payload: EntryPayload::Normal(Proposal {
+                cmds: vec![
+                    put("k", "v"),
+                    Command::PackRecords,
+                    Command::DeleteBucket { name: "x".into() },
+                ],
+                request_ids: vec![Some("r1".into()), None, None],
+                now_ms: 77,
+            }),
+        };
+        let packed = codec::encode(Format::Packed, &entry);
+        let back: Entry = codec::decode(&packed).unwrap();
+        // Compared through JSON: the commands have no `PartialEq`.
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            serde_json::to_value(&entry).unwrap()
+        );
+        let json = codec::encode(Format::Json, &entry);
+        assert!(
+            packed.len() < json.len(),
+            "{} vs {}",
+            packed.len(),
+            json.len()
         );
     }
 }
