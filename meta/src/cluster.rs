@@ -101,7 +101,7 @@ pub enum ClusterOp {
 
 /// How long `init_cluster` waits for the fresh group's leader before it
 /// has the records packed.
-const INIT_PACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const INIT_PACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Parses `1=http://meta1:9002,2=...` items into node id -> `host:port`
 /// (the form Raft stores).
@@ -218,7 +218,7 @@ impl MetaNode {
     /// every peer, unless the group exists already (this node's state, or a
     /// reachable peer that is initialized: a node that lost its disk must
     /// not found a second group). Others wait to be contacted.
-    pub async fn join_peers(&self, peers: &BTreeMap<u64, String>) -> anyhow::Result<()> {
+    pub async fn join_peers(self: &Arc<Self>, peers: &BTreeMap<u64, String>) -> anyhow::Result<()> {
         let me = self.cfg.node_id;
         anyhow::ensure!(
             peers.contains_key(&me),
@@ -259,7 +259,10 @@ impl MetaNode {
 
     /// Initializes an empty group with `peers` as voters. This node must be
     /// one of them.
-    pub async fn init_cluster(&self, peers: BTreeMap<u64, String>) -> Result<(), MetaError> {
+    pub async fn init_cluster(
+        self: &Arc<Self>,
+        peers: BTreeMap<u64, String>,
+    ) -> Result<(), MetaError> {
         if !peers.contains_key(&self.cfg.node_id) {
             return Err(MetaError::InvalidArgument(format!(
                 "the peers must include the node asked (node {})",
@@ -274,16 +277,20 @@ impl MetaNode {
         match self.raft.initialize(members).await {
             Ok(()) => {
                 // A fresh group runs one build: its rows can be packed
-                // from the start. Not fatal: the operator can ask again.
-                let packed = async {
-                    self.wait_ready(INIT_PACK_TIMEOUT)
-                        .await
-                        .map_err(|e| MetaError::Unavailable(e.to_string()))?;
-                    self.pack_records().await
-                };
-                if let Err(e) = packed.await {
-                    tracing::warn!(error = %e, "the fresh meta group's records stay JSON until `godwit admin cluster pack-records`");
-                }
+                // from the start, once it has a leader (the other members
+                // may start later). Not fatal: the operator can ask again.
+                let node = self.clone();
+                tokio::spawn(async move {
+                    let packed = async {
+                        node.wait_ready(INIT_PACK_TIMEOUT)
+                            .await
+                            .map_err(|e| MetaError::Unavailable(e.to_string()))?;
+                        node.pack_records().await
+                    };
+                    if let Err(e) = packed.await {
+                        tracing::warn!(error = %e, "the fresh meta group's records stay JSON until `godwit admin cluster pack-records`");
+                    }
+                });
                 Ok(())
             }
             Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Err(
