@@ -3,22 +3,41 @@
 //! (`RaftCore::write_entry` appends `vec![entry]`, then `append_to_log`
 //! awaits the flush), so N concurrent writes would cost N fsyncs.
 //!
-//! The proposer keeps one proposal in flight. Commands that arrive while it
-//! is being committed queue up and leave together as the next proposal:
-//! one Raft entry, one fsync, however many commands. Under low load a
-//! proposal carries one command and adds no delay; under high load the
-//! batch grows with the fsync latency.
+//! The proposer keeps a few proposals in flight (`in_flight`). Commands
+//! that arrive while they are being committed queue up and leave together
+//! as the next proposal: one Raft entry, one fsync, however many commands.
+//! Under low load a proposal carries one command and adds no delay; under
+//! high load the batch grows with the commit latency. More than one in
+//! flight pipelines the group: the leader appends the next entry while
+//! followers still write the previous one (BENCHMARKS, meta cluster).
+//! Proposals in flight together are independent: each caller waits for
+//! its own answer before it sends anything that depends on it.
+
+use std::sync::Arc;
 
 use godwit_common::clock::SharedClock;
 use godwit_common::MetaError;
 use openraft::error::{ClientWriteError, RaftError};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::command::{Command, Proposal, Raft, Reply, RequestId, MAX_COMMANDS_PER_PROPOSAL};
 use crate::metrics;
 
 /// Commands waiting for a proposal; senders wait when it is full.
 const QUEUE_DEPTH: usize = 8192;
+
+/// Proposals being committed at once, unless
+/// `GODWIT_META_PROPOSALS_IN_FLIGHT` says otherwise (a tuning knob for
+/// benchmarks: 1 is the strict one-at-a-time group commit).
+const DEFAULT_IN_FLIGHT: usize = 2;
+
+fn in_flight() -> usize {
+    std::env::var("GODWIT_META_PROPOSALS_IN_FLIGHT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n >= 1)
+        .unwrap_or(DEFAULT_IN_FLIGHT)
+}
 
 struct Pending {
     cmd: Command,
@@ -53,7 +72,14 @@ impl Proposer {
 }
 
 async fn run(raft: Raft, mut rx: mpsc::Receiver<Pending>, clock: SharedClock) {
+    let slots = Arc::new(Semaphore::new(in_flight()));
     while let Some(first) = rx.recv().await {
+        // Commands keep queuing while every slot is busy.
+        let slot = slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
         let mut batch = vec![first];
         while batch.len() < MAX_COMMANDS_PER_PROPOSAL {
             match rx.try_recv() {
@@ -61,48 +87,59 @@ async fn run(raft: Raft, mut rx: mpsc::Receiver<Pending>, clock: SharedClock) {
                 Err(_) => break,
             }
         }
-        let n = batch.len();
-        let mut cmds = Vec::with_capacity(n);
-        let mut request_ids = Vec::with_capacity(n);
-        let mut replies = Vec::with_capacity(n);
-        for p in batch {
-            cmds.push(p.cmd);
-            request_ids.push(p.id);
-            replies.push(p.reply);
-        }
-        if request_ids.iter().all(Option::is_none) {
-            request_ids.clear();
-        }
-        let proposal = Proposal {
-            cmds,
-            request_ids,
-            // This node's clock, carried in the entry: every replica
-            // expires remembered request ids against the same value.
-            now_ms: clock.now_ms(),
-        };
-        metrics::get().proposals.inc();
-        tracing::trace!(commands = n, "proposing");
-        match raft.client_write(proposal).await {
-            Ok(resp) if resp.data.results.len() == n => {
-                for (reply, result) in replies.into_iter().zip(resp.data.results) {
-                    let _ = reply.send(result);
-                }
+        tokio::spawn(commit(raft.clone(), batch, clock.now_ms(), slot));
+    }
+}
+
+/// Proposes `batch` as one entry and answers each command's caller; the
+/// slot is free again when it returns.
+async fn commit(
+    raft: Raft,
+    batch: Vec<Pending>,
+    now_ms: i64,
+    _slot: tokio::sync::OwnedSemaphorePermit,
+) {
+    let n = batch.len();
+    let mut cmds = Vec::with_capacity(n);
+    let mut request_ids = Vec::with_capacity(n);
+    let mut replies = Vec::with_capacity(n);
+    for p in batch {
+        cmds.push(p.cmd);
+        request_ids.push(p.id);
+        replies.push(p.reply);
+    }
+    if request_ids.iter().all(Option::is_none) {
+        request_ids.clear();
+    }
+    let proposal = Proposal {
+        cmds,
+        request_ids,
+        // This node's clock, carried in the entry: every replica
+        // expires remembered request ids against the same value.
+        now_ms,
+    };
+    metrics::get().proposals.inc();
+    tracing::trace!(commands = n, "proposing");
+    match raft.client_write(proposal).await {
+        Ok(resp) if resp.data.results.len() == n => {
+            for (reply, result) in replies.into_iter().zip(resp.data.results) {
+                let _ = reply.send(result);
             }
-            Ok(resp) => {
-                let msg = format!(
-                    "proposal of {n} commands answered {} results",
-                    resp.data.results.len()
-                );
-                tracing::error!("{msg}");
-                for reply in replies {
-                    let _ = reply.send(Err(MetaError::Internal(msg.clone())));
-                }
+        }
+        Ok(resp) => {
+            let msg = format!(
+                "proposal of {n} commands answered {} results",
+                resp.data.results.len()
+            );
+            tracing::error!("{msg}");
+            for reply in replies {
+                let _ = reply.send(Err(MetaError::Internal(msg.clone())));
             }
-            Err(e) => {
-                let err = write_error(e);
-                for reply in replies {
-                    let _ = reply.send(Err(err.clone()));
-                }
+        }
+        Err(e) => {
+            let err = write_error(e);
+            for reply in replies {
+                let _ = reply.send(Err(err.clone()));
             }
         }
     }
