@@ -298,7 +298,8 @@ fn tags_round_trip(tags: &BTreeMap<String, String>) {
 /// Every XML request-body parser, S3 and OSS; what the gateway renders
 /// back (replication configuration, tagging) must parse to the same value.
 pub fn xml(body: &[u8]) {
-    use godwit_gateway::xml::{oss_replication, replication, requests, tagging};
+    use godwit_gateway::oss::replication_xml as oss_replication;
+    use godwit_gateway::xml::{replication, requests, tagging};
     if let Ok(cfg) = replication::parse_replication(body) {
         let xml = replication::render_replication(&cfg).expect("render of a parsed config");
         let again = replication::parse_replication(xml.as_bytes()).expect("parse of rendered");

@@ -9,6 +9,8 @@
 
 pub mod error;
 pub mod ops;
+pub mod replication;
+pub mod replication_xml;
 pub mod wire;
 pub mod xml;
 

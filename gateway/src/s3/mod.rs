@@ -11,7 +11,6 @@ pub mod headers;
 pub mod list;
 pub mod multipart;
 pub mod object;
-pub mod oss_replication;
 pub mod range;
 pub mod replication;
 pub mod router;
@@ -150,20 +149,24 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         ListParts { upload_id } => multipart::list_parts(&ctx, &upload_id).await,
         // An OSS client reads the OSS document (rule states, RTC).
         GetBucketReplication if ctx.dialect.is_oss() => {
-            oss_replication::get_bucket_replication(&ctx).await
+            crate::oss::replication::get_bucket_replication(&ctx).await
         }
         GetBucketReplication => replication::get_bucket_replication(&ctx).await,
         PutBucketReplication => replication::put_bucket_replication(&ctx, body).await,
         DeleteBucketReplication => replication::delete_bucket_replication(&ctx).await,
-        OssPutBucketReplication => oss_replication::put_bucket_replication(&ctx, body).await,
-        OssDeleteBucketReplication => oss_replication::delete_bucket_replication(&ctx, body).await,
+        OssPutBucketReplication => {
+            crate::oss::replication::put_bucket_replication(&ctx, body).await
+        }
+        OssDeleteBucketReplication => {
+            crate::oss::replication::delete_bucket_replication(&ctx, body).await
+        }
         GetBucketReplicationLocation => {
-            oss_replication::get_bucket_replication_location(&ctx).await
+            crate::oss::replication::get_bucket_replication_location(&ctx).await
         }
         GetBucketReplicationProgress => {
-            oss_replication::get_bucket_replication_progress(&ctx).await
+            crate::oss::replication::get_bucket_replication_progress(&ctx).await
         }
-        PutBucketRtc => oss_replication::put_bucket_rtc(&ctx, body).await,
+        PutBucketRtc => crate::oss::replication::put_bucket_rtc(&ctx, body).await,
         GetObjectTagging => tagging::get_object_tagging(&ctx).await,
         PutObjectTagging => tagging::put_object_tagging(&ctx, body).await,
         DeleteObjectTagging => tagging::delete_object_tagging(&ctx).await,

@@ -390,7 +390,7 @@ fn parse_rule(r: RuleIn) -> Result<ReplicationRule, S3Error> {
 }
 
 /// Whether the document's root element is `<name>` (serde ignores it).
-pub(super) fn root_is(body: &[u8], name: &str) -> bool {
+pub(crate) fn root_is(body: &[u8], name: &str) -> bool {
     let mut reader = quick_xml::Reader::from_reader(body);
     loop {
         match reader.read_event() {
