@@ -23,16 +23,16 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
 use godwit_gateway::auth::{
-    authenticate_with_bucket, signing_key, AuthOutcome, AuthScheme, ChunkSigning, PayloadCheck,
-    SecretLookup,
+    signing_key, AuthOutcome, AuthScheme, ChunkSigning, PayloadCheck, SecretLookup,
 };
+use godwit_gateway::authenticate as authenticate_with_bucket;
 use godwit_gateway::error::S3Error;
 
 pub mod seeds;
 
-/// The captured SDK requests (`gateway/src/auth/testdata`).
+/// The captured SDK requests (`gateway/src/auth/testdata`, `gateway/src/oss/testdata`).
 pub const BOTOCORE: &str = include_str!("../../gateway/src/auth/testdata/botocore_requests.json");
-pub const OSS: &str = include_str!("../../gateway/src/auth/testdata/oss_requests.json");
+pub const OSS: &str = include_str!("../../gateway/src/oss/testdata/oss_requests.json");
 
 // ---------------------------------------------------------------- heads
 

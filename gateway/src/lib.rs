@@ -238,7 +238,7 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
     );
     let result = async {
         // Authenticate before saying anything about the request itself.
-        let auth = auth::authenticate_with_bucket(
+        let auth = authenticate(
             &parts,
             &gw.keys,
             time::OffsetDateTime::now_utc(),
@@ -314,6 +314,19 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
     resp
 }
 
+/// Authenticates a request signed with any scheme the gateway accepts:
+/// AWS SigV4 and SigV2 (`auth`), OSS V1, V4 and OSS2 (`oss::auth`).
+/// `vhost_bucket` is the bucket of a virtual-hosted-style request, which
+/// SigV2 and the OSS schemes sign as part of the path.
+pub async fn authenticate(
+    parts: &http::request::Parts,
+    lookup: &dyn auth::SecretLookup,
+    now: time::OffsetDateTime,
+    vhost_bucket: Option<&str>,
+) -> Result<auth::AuthOutcome, S3Error> {
+    auth::authenticate_with_schemes(parts, lookup, now, vhost_bucket, &oss::auth::OssSchemes).await
+}
+
 /// Internal `x-godwit-*` headers (a replica write's origin) are honoured
 /// only from principals granted replica writes; until accounts and bucket
 /// policies exist that is the root key. The authentication step already
@@ -352,7 +365,7 @@ async fn check_internal_headers(
 fn check_region(auth: &auth::AuthOutcome, ours: &str, query: &Query) -> Result<(), S3Error> {
     if auth.scheme == auth::AuthScheme::OssV4 {
         return match &auth.region {
-            Some(theirs) if !auth::oss_region_matches(theirs, ours) => Err(
+            Some(theirs) if !oss::auth::region_matches(theirs, ours) => Err(
                 S3Error::InvalidArgument("Invalid signing region in Authorization header.".into()),
             ),
             _ => Ok(()),

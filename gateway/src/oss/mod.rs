@@ -7,6 +7,9 @@
 //! and answers the operations whose OSS documents differ in shape from
 //! S3's (`ops`, `xml`). Signature verification lives in `auth`.
 
+pub mod auth;
+#[cfg(test)]
+mod auth_tests;
 pub mod error;
 pub mod ops;
 pub mod replication;

@@ -20,13 +20,14 @@ use base64::Engine;
 use percent_encoding::percent_decode_str;
 use time::OffsetDateTime;
 
-use super::presign::MAX_EXPIRES_SECS;
-use super::sigv2::{self, hmac_v1_string_to_sign, HmacV1Rules};
-use super::sigv4::{self, Credential};
-use super::{
+use crate::auth::presign::MAX_EXPIRES_SECS;
+use crate::auth::sigv2::{self, hmac_v1_string_to_sign, HmacV1Rules};
+use crate::auth::sigv4::{self, Credential};
+use crate::auth::{
     derive_signing_key, expired, format_amz_date, hmac_sha256, parse_amz_date, parse_http_date,
     parse_query, query_value, sha256_hex, signatures_match, uri_encode, within_skew, AuthOutcome,
-    AuthScheme, PayloadCheck, QueryParam, SecretLookup, SignedHeaders, MAX_CLOCK_SKEW,
+    AuthScheme, OtherSchemes, PayloadCheck, Presented, QueryParam, SecretLookup, SignedHeaders,
+    MAX_CLOCK_SKEW,
 };
 use crate::error::S3Error;
 use crate::s3::router::is_operation_param;
@@ -41,7 +42,7 @@ const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
 
 /// oss2 2.19.1 `ProviderAuth._subresource_key_set` (oss2/auth.py), sorted.
 #[rustfmt::skip]
-pub(super) const OSS2_SUB_RESOURCES: &[&str] = &[
+pub(crate) const OSS2_SUB_RESOURCES: &[&str] = &[
     "accessPoint", "accessPointPolicy", "acl", "append", "asyncFetch", "bucketArchiveDirectRead",
     "bucketInfo", "callback", "callback-var", "cname", "comp", "continuation-token", "cors",
     "delete", "encryption", "endTime", "group", "httpsConfig", "inventory", "inventoryId",
@@ -64,7 +65,7 @@ pub(super) const OSS2_SUB_RESOURCES: &[&str] = &[
 /// every operation's `op_metadata['sub-resource']` (the signer adds the
 /// operation's own list), sorted bytewise.
 #[rustfmt::skip]
-pub(super) const V2_SDK_SUB_RESOURCES: &[&str] = &[
+pub(crate) const V2_SDK_SUB_RESOURCES: &[&str] = &[
     "MetaQuery", "accessPoint", "accessPointPolicy", "acl", "action", "append",
     "bucketArchiveDirectRead", "bucketInfo", "callback", "callback-var", "cleanRestoredObject",
     "cloudboxes", "cname", "comp", "continuation-token", "cors", "dataPipeline", "delete",
@@ -82,11 +83,11 @@ pub(super) const V2_SDK_SUB_RESOURCES: &[&str] = &[
     "x-oss-redundancy-transition-taskid", "x-oss-target-redundancy-type",
 ];
 
-pub(super) fn is_oss2_sub_resource(name: &str) -> bool {
+pub(crate) fn is_oss2_sub_resource(name: &str) -> bool {
     OSS2_SUB_RESOURCES.binary_search(&name).is_ok()
 }
 
-pub(super) fn is_v2_sdk_sub_resource(name: &str) -> bool {
+pub(crate) fn is_v2_sdk_sub_resource(name: &str) -> bool {
     V2_SDK_SUB_RESOURCES.binary_search(&name).is_ok()
 }
 
@@ -124,7 +125,7 @@ const V1_RULES: [HmacV1Rules; 3] = [
 /// the whole key (`/bkt/dir%2Fa%20b.txt`), the v2 SDK keeps `/`; both
 /// sign the decoded key, so the path is split at its first raw `/` and
 /// the key decoded whole, as the router does.
-pub(super) fn resource_bytes(parts: &http::request::Parts, vhost_bucket: Option<&str>) -> Vec<u8> {
+pub(crate) fn resource_bytes(parts: &http::request::Parts, vhost_bucket: Option<&str>) -> Vec<u8> {
     let path = parts.uri.path();
     let path = path.strip_prefix('/').unwrap_or(path);
     let (bucket, key): (Vec<u8>, &str) = match vhost_bucket {
@@ -414,7 +415,7 @@ impl V4Request<'_> {
 
 /// Every parameter, name and value `UriEncode`d, sorted; an empty value
 /// is a bare name (unlike AWS's `k=`).
-pub(super) fn canonical_query(query: &[QueryParam], exclude: Option<&str>) -> String {
+pub(crate) fn canonical_query(query: &[QueryParam], exclude: Option<&str>) -> String {
     let mut out = String::new();
     for (i, (k, v)) in sigv4::encoded_sorted_pairs(query, exclude)
         .iter()
@@ -786,6 +787,60 @@ pub(crate) async fn verify_v2_query(
         AuthScheme::OssV2,
         SignedHeaders::prefixed("x-oss-", request.additional_headers),
     ))
+}
+
+/// OSS V1, V4 and OSS2, header and presigned, for
+/// `auth::authenticate_with_schemes`.
+pub struct OssSchemes;
+
+#[async_trait::async_trait]
+impl OtherSchemes for OssSchemes {
+    fn presigned(&self, query: &[QueryParam]) -> bool {
+        let has_param = |name: &str| query.iter().any(|p| p.key == name);
+        has_param("OSSAccessKeyId")
+            || has_param("x-oss-signature-version")
+            || has_param("x-oss-credential")
+            || has_param("x-oss-signature")
+    }
+
+    async fn verify_header(
+        &self,
+        r: &Presented<'_>,
+        authorization: &str,
+    ) -> Option<Result<AuthOutcome, S3Error>> {
+        let (parts, query, lookup, now, vb) = (r.parts, r.query, r.lookup, r.now, r.vhost_bucket);
+        Some(
+            if let Some(rest) = authorization.strip_prefix(V4_ALGORITHM) {
+                verify_v4_header(parts, query, rest, lookup, now, vb).await
+            } else if let Some(rest) = authorization.strip_prefix("OSS ") {
+                verify_v1_header(parts, query, rest, lookup, now, vb).await
+            } else if let Some(rest) = authorization.strip_prefix("OSS2 ") {
+                verify_v2_header(parts, query, rest, lookup, now, vb).await
+            } else {
+                return None;
+            },
+        )
+    }
+
+    /// V4 and OSS2 presigning (`x-oss-signature-version` and friends)
+    /// before V1's `OSSAccessKeyId`.
+    async fn verify_query(&self, r: &Presented<'_>) -> Result<AuthOutcome, S3Error> {
+        let (parts, query, lookup, now, vb) = (r.parts, r.query, r.lookup, r.now, r.vhost_bucket);
+        let v4_query = [
+            "x-oss-signature-version",
+            "x-oss-credential",
+            "x-oss-signature",
+        ]
+        .iter()
+        .any(|name| query.iter().any(|p| p.key == *name));
+        if !v4_query {
+            return verify_v1_query(parts, query, lookup, now, vb).await;
+        }
+        if query_value(query, "x-oss-signature-version") == Some(V2_SIGNATURE_VERSION) {
+            return verify_v2_query(parts, query, lookup, now, vb).await;
+        }
+        verify_v4_query(parts, query, lookup, now, vb).await
+    }
 }
 
 #[cfg(test)]
