@@ -201,7 +201,7 @@ pub fn chunked(data: &[u8]) {
 // ---------------------------------------------------------------- headers
 
 fn check_range(value: &str, size: u64) {
-    use godwit_gateway::s3::range::{content_range, parse_copy_range, parse_range, resolve};
+    use godwit_gateway::api::range::{content_range, parse_copy_range, parse_range, resolve};
     if let Some(spec) = parse_range(value) {
         if let Ok((start, end)) = resolve(spec, size) {
             assert!(
@@ -227,8 +227,9 @@ fn check_range(value: &str, size: u64) {
 pub fn headers(data: &[u8]) {
     use godwit_gateway::body::checksum;
     use godwit_gateway::dialect::Dialect;
-    use godwit_gateway::s3::conditions::{Conditions, WriteConditions};
-    use godwit_gateway::s3::{copy, headers, router};
+    use godwit_gateway::api::conditions::{Conditions, WriteConditions};
+    use godwit_gateway::api::{copy, headers};
+    use godwit_gateway::router;
     use godwit_gateway::{vhost, xml};
 
     let (first, rest) = line(data);

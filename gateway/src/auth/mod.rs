@@ -12,8 +12,6 @@
 //! signed and what the signature says about the body (`PayloadCheck`), which
 //! `body::decode` then enforces while the body streams.
 
-#[cfg(test)]
-mod botocore_tests;
 pub(crate) mod presign;
 pub(crate) mod sigv2;
 pub(crate) mod sigv4;

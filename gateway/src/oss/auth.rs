@@ -30,7 +30,7 @@ use crate::auth::{
     MAX_CLOCK_SKEW,
 };
 use crate::error::S3Error;
-use crate::s3::router::is_operation_param;
+use crate::router::is_operation_param;
 
 pub(crate) const V4_ALGORITHM: &str = "OSS4-HMAC-SHA256";
 /// `x-oss-signature-version` of an OSS2 presigned URL.

@@ -33,8 +33,8 @@ use godwit_common::MetaError;
 use http::{HeaderValue, StatusCode};
 
 use super::replication_xml::{self as xml, OssRuleRequest, RuleView, DISABLED, ENABLED, ENABLING};
+use crate::api::{empty_response, read_small_body, xml_response, ApiResult, Ctx, MAX_XML_BODY};
 use crate::error::S3Error;
-use crate::s3::{empty_response, read_small_body, xml_response, ApiResult, Ctx, MAX_XML_BODY};
 
 /// Rules per bucket (OSS allows 100 since it lifted the one-rule limit).
 pub const MAX_OSS_RULES: usize = 100;

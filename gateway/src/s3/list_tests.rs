@@ -1,6 +1,8 @@
 //! Listing parameters and the XML of listing results.
 
 use super::*;
+use crate::api::list::{decode_token, parse_encoding, parse_max};
+use crate::router::Query;
 use godwit_common::types::{Checksums, ObjectData};
 
 fn obj(key: &str, version_id: &str, latest: bool, marker: bool) -> ObjectVersion {

@@ -192,7 +192,7 @@ fn opt_enabled(s: &Option<StatusIn>) -> Result<Option<bool>, S3Error> {
 /// The bucket name of `arn:aws:s3:::NAME`.
 pub fn bucket_of_arn(arn: &str) -> Result<String, S3Error> {
     let name = arn.trim().strip_prefix(BUCKET_ARN_PREFIX).unwrap_or("");
-    if crate::s3::bucket::validate_bucket_name(name).is_err() {
+    if crate::names::validate_bucket_name(name).is_err() {
         return Err(S3Error::InvalidArgument(format!(
             "Invalid destination bucket ARN: '{arn}'. It must be arn:aws:s3:::<bucket name>."
         )));

@@ -1,7 +1,7 @@
 //! Request authentication (`godwit_gateway::authenticate`): AWS SigV4
 //! header and presigned, SigV2 header and presigned, OSS V1, V4 and OSS2,
 //! seeded with the requests botocore, oss2 and alibabacloud-oss-v2 signed
-//! in `auth/testdata` and `oss/testdata` (the fixtures of `auth::botocore_tests`
+//! in `auth/testdata` and `oss/testdata` (the fixtures of `body::botocore_tests`
 //! and `oss::auth_tests`).
 //!
 //! Properties: no panic on any edit of a captured request (URI, a header

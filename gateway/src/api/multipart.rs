@@ -13,11 +13,10 @@ use super::conditions::WriteConditions;
 use super::headers::{content_headers, user_meta};
 use super::list::{non_empty, parse_max, Listing};
 use super::object::{check_write_conditions, write_checksum_headers};
-use super::router::Query;
 use super::tagging::tags_from_headers;
 use super::{
-    check_key, empty_response, read_small_body, replica_origin, set_header, shows_version_id,
-    version_header, xml_response, ApiResult, Ctx, MAX_XML_BODY,
+    empty_response, read_small_body, replica_origin, set_header, shows_version_id, version_header,
+    xml_response, ApiResult, Ctx, ObjectFacts, MAX_XML_BODY,
 };
 use crate::blocks::{write_stream, Written};
 use crate::body::checksum::{
@@ -25,7 +24,9 @@ use crate::body::checksum::{
     Algo,
 };
 use crate::error::S3Error;
-use crate::xml::requests::{parse_complete, CompletePart};
+use crate::names::check_key;
+use crate::router::Query;
+use crate::xml::requests::{parse_complete, CompleteMultipartUpload, CompletePart};
 use crate::xml::responses::*;
 use crate::xml::{iso8601_ms, quote_etag, render, unquote_etag, url_encode};
 use crate::MAX_PUT_SIZE;
@@ -137,15 +138,16 @@ pub async fn upload_part(ctx: &Ctx, part_number: u32, upload_id: &str, body: Bod
         .unwrap_or_else(|p| p.into_inner())
         .clone();
     verify(&expected, &written.digests, trailers.as_ref())?;
-    crate::oss::ops::check_client_crc64(ctx.headers(), written.digests.checksums.crc64ecma)?;
+    ctx.rules
+        .check_body_crc64(written.digests.checksums.crc64ecma)?;
     let part = commit_part(ctx, upload_id, part_number, written).await?;
 
     let mut resp = empty_response(StatusCode::OK);
     set_header(resp.headers_mut(), "etag", &quote_etag(&part.etag));
     write_checksum_headers(resp.headers_mut(), &part.checksums);
-    if ctx.dialect.is_oss() {
-        crate::oss::ops::set_crc64(resp.headers_mut(), part.checksums.crc64ecma);
-    }
+    resp.extensions_mut().insert(ObjectFacts::Written {
+        crc64: part.checksums.crc64ecma,
+    });
     Ok(resp)
 }
 
@@ -206,7 +208,7 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
     // A replication worker's completion carries the source's final mtime.
     let replica_of = replica_origin(ctx.headers())?;
     let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
-    let completes_all = crate::oss::wire::completes_all(ctx.headers());
+    let completes_all = ctx.rules.complete_all;
     let upload = match ctx
         .gw
         .meta
@@ -242,7 +244,7 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
     // readers whatever the writer's dialect) and any composite checksum.
     let stored = all_parts(ctx, upload_id).await?;
     let doc = if completes_all {
-        crate::oss::ops::complete_all(&body.bytes, &stored)?
+        complete_all(&body.bytes, &stored)?
     } else {
         parse_complete(&body.bytes)?
     };
@@ -265,10 +267,7 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
             checksums,
             replica_of,
             // OSS allows parts down to 100 KiB; S3 keeps meta's minimum.
-            min_part_size: ctx
-                .dialect
-                .is_oss()
-                .then_some(crate::oss::OSS_MIN_PART_SIZE),
+            min_part_size: ctx.rules.min_part_size,
         })
         .await?;
     complete_response(ctx, &version).await
@@ -299,9 +298,9 @@ async fn complete_response(ctx: &Ctx, version: &ObjectVersion) -> ApiResult {
     );
     let shown = shows_version_id(ctx, ctx.bucket(), &version.version_id).await;
     version_header(resp.headers_mut(), &version.version_id, shown);
-    if ctx.dialect.is_oss() {
-        crate::oss::ops::set_crc64(resp.headers_mut(), version.checksums.crc64ecma);
-    }
+    resp.extensions_mut().insert(ObjectFacts::Written {
+        crc64: version.checksums.crc64ecma,
+    });
     Ok(resp)
 }
 
@@ -316,7 +315,53 @@ fn whole_crc64(listed: &[CompletePart], stored: &[PartRecord]) -> Option<u64> {
         let part = by_number.get(&p.part_number)?;
         parts.push((part.checksums.crc64ecma, part.size));
     }
-    crate::oss::ops::combined_crc64(parts)
+    combined_crc64(parts)
+}
+
+/// The CRC-64/XZ of a multipart object from its parts' CRCs and sizes in
+/// the completed order; None when a part has none (written before CRCs
+/// were kept).
+pub fn combined_crc64(parts: impl IntoIterator<Item = (Option<u64>, u64)>) -> Option<u64> {
+    let mut acc: Option<u64> = None;
+    for (crc, size) in parts {
+        let crc = crc?;
+        acc = Some(match acc {
+            None => crc,
+            Some(a) => crate::body::checksum::crc64xz_combine(a, crc, size),
+        });
+    }
+    Some(acc.unwrap_or(0))
+}
+
+/// The part list of a CompleteMultipartUpload that asked for every part
+/// (`DialectRules::complete_all`, OSS's `x-oss-complete-all: yes`): every
+/// uploaded part in order. OSS refuses a body alongside the header.
+pub fn complete_all(
+    body: &[u8],
+    stored: &[PartRecord],
+) -> Result<CompleteMultipartUpload, S3Error> {
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        return Err(S3Error::InvalidArgument(
+            "x-oss-complete-all cannot be used with a part list in the body.".into(),
+        ));
+    }
+    if stored.is_empty() {
+        return Err(S3Error::InvalidPart("The upload has no parts.".into()));
+    }
+    Ok(CompleteMultipartUpload {
+        parts: stored
+            .iter()
+            .map(|p| CompletePart {
+                part_number: p.number,
+                etag: p.etag.clone(),
+                crc32: None,
+                crc32c: None,
+                crc64nvme: None,
+                sha1: None,
+                sha256: None,
+            })
+            .collect(),
+    })
 }
 
 pub async fn abort_upload(ctx: &Ctx, upload_id: &str) -> ApiResult {
@@ -512,6 +557,15 @@ pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multipart_crc_combines_parts_in_order() {
+        use crate::body::checksum::crc64xz;
+        let parts: [&[u8]; 3] = [b"1234", b"567", b"89"];
+        let whole = combined_crc64(parts.iter().map(|p| (Some(crc64xz(p)), p.len() as u64)));
+        assert_eq!(whole, Some(crc64xz(b"123456789")));
+        assert_eq!(combined_crc64([(Some(1), 1), (None, 2)]), None);
+    }
     use godwit_common::types::ObjectData;
 
     fn stored(number: u32, crc: Option<&str>) -> PartRecord {

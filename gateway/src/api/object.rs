@@ -9,15 +9,16 @@ use http::{HeaderMap, StatusCode};
 use super::conditions::{Conditions, WriteConditions};
 use super::headers::{content_headers, user_meta, write_object_headers};
 use super::range::{content_range, parse_range, resolve};
-use super::router::parse_part_number;
 use super::tagging::tags_from_headers;
 use super::{
-    check_key, empty_response, replica_origin, set_header, version_header, xml_response, ApiError,
-    ApiResult, Ctx,
+    empty_response, replica_origin, set_header, version_header, xml_response, ApiError, ApiResult,
+    Ctx, ObjectFacts,
 };
 use crate::blocks::{read_range, write_stream};
 use crate::body::checksum::{expected_from_headers, get_checksum, verify, Algo};
 use crate::error::S3Error;
+use crate::names::check_key;
+use crate::router::parse_part_number;
 use crate::xml::responses::AccessControlPolicy;
 use crate::xml::{http_date, quote_etag, render};
 use crate::{metrics, MAX_PUT_SIZE};
@@ -59,8 +60,8 @@ pub async fn check_write_conditions(ctx: &Ctx, cond: &WriteConditions) -> Result
     let current = current_etag(ctx, ctx.bucket(), ctx.key()).await?;
     match cond.evaluate(current.as_deref()) {
         // OSS's `x-oss-forbid-overwrite: true` arrives as `If-None-Match:
-        // *` (`oss::wire`) and fails with OSS's own error.
-        Err(S3Error::PreconditionFailed) if crate::oss::wire::forbids_overwrite(ctx.headers()) => {
+        // *` and this rule (`oss::wire`), and fails with OSS's own error.
+        Err(S3Error::PreconditionFailed) if ctx.rules.forbid_overwrite => {
             Err(S3Error::FileAlreadyExists)
         }
         other => other,
@@ -108,7 +109,8 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
         .unwrap_or_else(|p| p.into_inner())
         .clone();
     verify(&expected, &written.digests, trailers.as_ref())?;
-    crate::oss::ops::check_client_crc64(ctx.headers(), written.digests.checksums.crc64ecma)?;
+    ctx.rules
+        .check_body_crc64(written.digests.checksums.crc64ecma)?;
     // Again just before the commit: the upload may have taken a while.
     check_write_conditions(ctx, &write_conditions).await?;
 
@@ -140,9 +142,9 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     set_header(out, "etag", &quote_etag(&etag));
     version_header(out, &version.version_id, shown);
     write_checksum_headers(out, &written.digests.checksums);
-    if ctx.dialect.is_oss() {
-        crate::oss::ops::set_crc64(out, written.digests.checksums.crc64ecma);
-    }
+    resp.extensions_mut().insert(ObjectFacts::Written {
+        crc64: written.digests.checksums.crc64ecma,
+    });
     Ok(resp)
 }
 
@@ -276,9 +278,6 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
     if let Some(count) = parts_count {
         set_header(out, "x-amz-mp-parts-count", &count.to_string());
     }
-    if ctx.dialect.is_oss() {
-        crate::oss::ops::object_headers(out, v, !partial);
-    }
     // Stored checksums describe the whole object only.
     if !partial
         && ctx
@@ -302,6 +301,10 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
             );
         }
     }
+    resp.extensions_mut().insert(ObjectFacts::Read {
+        multipart: !v.parts.is_empty(),
+        crc64: v.checksums.crc64ecma.filter(|_| !partial),
+    });
     Ok(resp)
 }
 

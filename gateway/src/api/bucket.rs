@@ -16,30 +16,6 @@ const US_EAST_1: &str = "us-east-1";
 /// Configuration bodies are tiny.
 const MAX_CONFIG_BODY: usize = 64 * 1024;
 
-/// S3's bucket naming rules
-/// (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
-pub fn validate_bucket_name(name: &str) -> Result<(), S3Error> {
-    let bytes = name.as_bytes();
-    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let valid = (3..=63).contains(&bytes.len())
-        && bytes.iter().all(|&c| alnum(c) || c == b'.' || c == b'-')
-        && alnum(bytes[0])
-        && alnum(bytes[bytes.len() - 1])
-        && !name.contains("..")
-        && name.parse::<std::net::Ipv4Addr>().is_err()
-        && !["xn--", "sthree-", "amzn-s3-demo-"]
-            .iter()
-            .any(|p| name.starts_with(p))
-        && !["-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"]
-            .iter()
-            .any(|s| name.ends_with(s));
-    if valid {
-        Ok(())
-    } else {
-        Err(S3Error::InvalidBucketName)
-    }
-}
-
 pub async fn list_buckets(ctx: &Ctx) -> ApiResult {
     let buckets = ctx.gw.meta.list_buckets().await?;
     let doc = ListAllMyBucketsResult {
@@ -74,7 +50,7 @@ pub fn location_ok(constraint: Option<&str>, region: &str) -> bool {
 
 pub async fn create_bucket(ctx: &Ctx, body: Body) -> ApiResult {
     let name = ctx.bucket();
-    validate_bucket_name(name)?;
+    crate::names::validate_bucket_name(name)?;
     if ctx
         .header("x-amz-bucket-object-lock-enabled")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
@@ -183,47 +159,6 @@ pub async fn get_bucket_acl(ctx: &Ctx) -> ApiResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn valid_bucket_names() {
-        for name in [
-            "abc",
-            "my-bucket",
-            "my.bucket.1",
-            "a1b",
-            &"a".repeat(63),
-            "192.168.5",
-            "1-2-3",
-        ] {
-            assert!(validate_bucket_name(name).is_ok(), "{name}");
-        }
-    }
-
-    #[test]
-    fn invalid_bucket_names() {
-        for name in [
-            "ab",
-            &"a".repeat(64),
-            "My-Bucket",
-            "my_bucket",
-            "-abc",
-            "abc-",
-            ".abc",
-            "abc.",
-            "a..b",
-            "192.168.5.4",
-            "xn--abc",
-            "abc-s3alias",
-            "abc--ol-s3",
-            "a b",
-            "",
-        ] {
-            assert!(
-                matches!(validate_bucket_name(name), Err(S3Error::InvalidBucketName)),
-                "{name}"
-            );
-        }
-    }
 
     #[test]
     fn location_constraint_must_name_this_region() {
