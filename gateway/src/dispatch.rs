@@ -4,6 +4,7 @@
 //! only the gateway's root calls it.
 
 use axum::body::Body;
+use axum::response::Response;
 
 use crate::api::{bucket, copy, delete_objects, multipart, object, tagging, ApiResult, Ctx};
 use crate::dialect::Dialect;
@@ -18,14 +19,10 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         // Operations whose OSS document differs in shape from S3's.
         use oss::ops;
         match &ep {
-            ListBuckets => return ops::list_buckets(&ctx).await,
-            GetBucketLocation => return ops::get_location(&ctx).await,
-            GetBucketAcl => return ops::get_bucket_acl(&ctx).await,
-            GetObjectAcl => return ops::get_object_acl(&ctx).await,
             ListObjects => return ops::list_objects_v1(&ctx).await,
             ListObjectsV2 => return ops::list_objects_v2(&ctx).await,
             ListObjectVersions => return ops::list_versions(&ctx).await,
-            ListMultipartUploads => return ops::list_uploads(&ctx).await,
+            // OSS reads `encoding-type` between the query and the fetch.
             ListParts { upload_id } => return ops::list_parts(&ctx, upload_id).await,
             _ => {}
         }
@@ -34,31 +31,55 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         GetBucketInfo => oss::ops::get_bucket_info(&ctx).await,
         GetBucketStat => oss::ops::get_bucket_stat(&ctx).await,
         GetObjectMeta => object::get_object(&ctx, true).await,
-        ListBuckets => bucket::list_buckets(&ctx).await,
+        ListBuckets => render(
+            &ctx,
+            bucket::list_buckets(&ctx).await?,
+            s3::bucket::list_buckets,
+            |list| oss::ops::list_buckets(&ctx, list),
+        ),
         CreateBucket => bucket::create_bucket(&ctx, body).await,
         HeadBucket => bucket::head_bucket(&ctx).await,
         DeleteBucket => bucket::delete_bucket(&ctx).await,
-        GetBucketLocation => bucket::get_location(&ctx).await,
+        GetBucketLocation => render(
+            &ctx,
+            bucket::get_location(&ctx).await?,
+            s3::bucket::location,
+            oss::ops::location_constraint,
+        ),
         GetBucketVersioning => bucket::get_versioning(&ctx).await,
         PutBucketVersioning => bucket::put_versioning(&ctx, body).await,
-        GetBucketAcl => bucket::get_bucket_acl(&ctx).await,
+        GetBucketAcl => render(
+            &ctx,
+            bucket::get_bucket_acl(&ctx).await?,
+            s3::acl::bucket_acl,
+            oss::ops::bucket_acl,
+        ),
         ListObjects => s3::list::list_objects_v1(&ctx).await,
         ListObjectsV2 => s3::list::list_objects_v2(&ctx).await,
         ListObjectVersions => s3::list::list_versions(&ctx).await,
-        ListMultipartUploads => multipart::list_uploads(&ctx).await,
-        DeleteObjects => {
-            let outcome = delete_objects::delete_objects(&ctx, body).await?;
-            match ctx.dialect {
-                Dialect::S3 => Ok(s3::delete_result(outcome)?),
-                Dialect::Oss => Ok(oss::ops::delete_result(&ctx, outcome)?),
-            }
-        }
+        ListMultipartUploads => render(
+            &ctx,
+            multipart::list_uploads(&ctx).await?,
+            |listing| s3::multipart::list_uploads(&ctx, listing),
+            |listing| oss::ops::list_uploads(&ctx, listing),
+        ),
+        DeleteObjects => render(
+            &ctx,
+            delete_objects::delete_objects(&ctx, body).await?,
+            s3::delete_result,
+            |outcome| oss::ops::delete_result(&ctx, outcome),
+        ),
         GetObject => object::get_object(&ctx, false).await,
         HeadObject => object::get_object(&ctx, true).await,
         PutObject => object::put_object(&ctx, body).await,
         CopyObject => copy::copy_object(&ctx).await,
         DeleteObject => object::delete_object(&ctx).await,
-        GetObjectAcl => object::get_object_acl(&ctx).await,
+        GetObjectAcl => render(
+            &ctx,
+            object::get_object_acl(&ctx).await?,
+            s3::acl::object_acl,
+            oss::ops::object_acl,
+        ),
         CreateMultipartUpload => multipart::create_upload(&ctx).await,
         UploadPart {
             part_number,
@@ -72,7 +93,10 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
             multipart::complete_upload(&ctx, &upload_id, body).await
         }
         AbortMultipartUpload { upload_id } => multipart::abort_upload(&ctx, &upload_id).await,
-        ListParts { upload_id } => multipart::list_parts(&ctx, &upload_id).await,
+        ListParts { upload_id } => {
+            let listing = multipart::list_parts(&ctx, &upload_id).await?;
+            Ok(s3::multipart::list_parts(&ctx, listing)?)
+        }
         // An OSS client reads the OSS document (rule states, RTC).
         GetBucketReplication if ctx.dialect.is_oss() => {
             oss::replication::get_bucket_replication(&ctx).await
@@ -160,4 +184,18 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | WriteGetObjectResponse
         | Options => Err(S3Error::NotImplemented.into()),
     }
+}
+
+/// A handler's typed result, rendered in the request's dialect.
+fn render<T>(
+    ctx: &Ctx,
+    result: T,
+    s3: impl FnOnce(T) -> Result<Response, S3Error>,
+    oss: impl FnOnce(T) -> Result<Response, S3Error>,
+) -> ApiResult {
+    let resp = match ctx.dialect {
+        Dialect::S3 => s3(result),
+        Dialect::Oss => oss(result),
+    };
+    Ok(resp?)
 }

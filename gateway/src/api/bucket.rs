@@ -1,41 +1,35 @@
 //! Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
-//! GetBucketLocation, Get/PutBucketVersioning, GetBucketAcl.
+//! GetBucketLocation, Get/PutBucketVersioning, GetBucketAcl. ListBuckets,
+//! GetBucketLocation and GetBucketAcl answer with a typed result that each
+//! dialect renders its own way (`s3::bucket`, `s3::acl`, `oss::ops`).
 
 use axum::body::Body;
-use godwit_common::types::VersioningState;
+use godwit_common::types::{BucketInfo, VersioningState};
 use http::StatusCode;
 
 use super::{empty_response, read_small_body, set_header, xml_response, ApiResult, Ctx};
 use crate::error::S3Error;
+use crate::xml::render;
 use crate::xml::requests::{parse_create_bucket, parse_versioning};
-use crate::xml::responses::*;
-use crate::xml::{iso8601_ms, render};
+use crate::xml::responses::{Ns, VersioningConfiguration};
 
 /// The region whose LocationConstraint is written empty.
-const US_EAST_1: &str = "us-east-1";
+pub const US_EAST_1: &str = "us-east-1";
 /// Configuration bodies are tiny.
 const MAX_CONFIG_BODY: usize = 64 * 1024;
 
-pub async fn list_buckets(ctx: &Ctx) -> ApiResult {
-    let buckets = ctx.gw.meta.list_buckets().await?;
-    let doc = ListAllMyBucketsResult {
-        xmlns: Ns::default(),
-        owner: Owner::new(ctx.owner()),
-        buckets: Buckets {
-            bucket: buckets
-                .into_iter()
-                .map(|b| BucketEntry {
-                    name: b.name,
-                    creation_date: iso8601_ms(b.created_ms),
-                    bucket_region: b.region,
-                })
-                .collect(),
-        },
-    };
-    Ok(xml_response(
-        StatusCode::OK,
-        render("ListAllMyBucketsResult", &doc)?,
-    ))
+/// ListBuckets: every bucket, listed for the requester, who the answer
+/// names as their owner.
+pub struct BucketList {
+    pub owner: String,
+    pub buckets: Vec<BucketInfo>,
+}
+
+pub async fn list_buckets(ctx: &Ctx) -> Result<BucketList, S3Error> {
+    Ok(BucketList {
+        owner: ctx.owner().to_string(),
+        buckets: ctx.gw.meta.list_buckets().await?,
+    })
 }
 
 /// Whether a CreateBucket's LocationConstraint fits this region: absent
@@ -83,21 +77,16 @@ pub async fn delete_bucket(ctx: &Ctx) -> ApiResult {
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
-pub async fn get_location(ctx: &Ctx) -> ApiResult {
+/// GetBucketLocation: the region the bucket was created in, as stored.
+pub struct BucketLocation {
+    pub region: String,
+}
+
+pub async fn get_location(ctx: &Ctx) -> Result<BucketLocation, S3Error> {
     let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    let region = if bucket.region == US_EAST_1 {
-        String::new()
-    } else {
-        bucket.region
-    };
-    let doc = LocationConstraint {
-        xmlns: Ns::default(),
-        region,
-    };
-    Ok(xml_response(
-        StatusCode::OK,
-        render("LocationConstraint", &doc)?,
-    ))
+    Ok(BucketLocation {
+        region: bucket.region,
+    })
 }
 
 pub async fn get_versioning(ctx: &Ctx) -> ApiResult {
@@ -140,20 +129,21 @@ pub async fn put_versioning(ctx: &Ctx, body: Body) -> ApiResult {
     Ok(empty_response(StatusCode::OK))
 }
 
-/// Godwit has no ACLs: the owner has FULL_CONTROL, as S3 reports for a
-/// bucket with the default (private) ACL.
-pub async fn get_bucket_acl(ctx: &Ctx) -> ApiResult {
+/// GetBucketAcl: Godwit has no ACLs, so all there is to tell is the
+/// bucket's owner (the requester for a bucket created before owners were
+/// kept); each dialect reports its default grant for it.
+pub struct BucketAcl {
+    pub owner: String,
+}
+
+pub async fn get_bucket_acl(ctx: &Ctx) -> Result<BucketAcl, S3Error> {
     let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
     let owner = if bucket.owner.is_empty() {
         ctx.owner().to_string()
     } else {
         bucket.owner
     };
-    let doc = AccessControlPolicy::owner_full_control(&owner);
-    Ok(xml_response(
-        StatusCode::OK,
-        render("AccessControlPolicy", &doc)?,
-    ))
+    Ok(BucketAcl { owner })
 }
 
 #[cfg(test)]

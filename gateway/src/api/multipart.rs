@@ -1,6 +1,8 @@
 //! Multipart uploads: CreateMultipartUpload, UploadPart,
 //! CompleteMultipartUpload, AbortMultipartUpload, ListParts,
-//! ListMultipartUploads. (UploadPartCopy lives in `copy`.)
+//! ListMultipartUploads. (UploadPartCopy lives in `copy`.) ListParts and
+//! ListMultipartUploads answer with a typed listing that each dialect
+//! renders its own way (`s3::multipart`, `oss::ops`).
 
 use axum::body::Body;
 use godwit_common::types::{
@@ -28,7 +30,7 @@ use crate::names::check_key;
 use crate::router::Query;
 use crate::xml::requests::{parse_complete, CompleteMultipartUpload, CompletePart};
 use crate::xml::responses::*;
-use crate::xml::{iso8601_ms, quote_etag, render, unquote_etag, url_encode};
+use crate::xml::{quote_etag, render, unquote_etag, url_encode};
 use crate::MAX_PUT_SIZE;
 
 pub use godwit_common::clock::now_ms;
@@ -373,7 +375,7 @@ pub async fn abort_upload(ctx: &Ctx, upload_id: &str) -> ApiResult {
 }
 
 /// A ListParts request as parsed: `max-parts` and `part-number-marker`.
-pub(crate) struct PartsQuery {
+pub struct PartsQuery {
     pub max_parts: usize,
     pub marker: u32,
 }
@@ -393,11 +395,7 @@ impl PartsQuery {
     }
 
     /// The upload (NoSuchUpload when gone) and the page of its parts.
-    pub(crate) async fn fetch(
-        &self,
-        ctx: &Ctx,
-        upload_id: &str,
-    ) -> Result<(UploadInfo, ListPartsPage), S3Error> {
+    pub(crate) async fn fetch(self, ctx: &Ctx, upload_id: &str) -> Result<PartsListing, S3Error> {
         let upload = ctx
             .gw
             .meta
@@ -417,55 +415,26 @@ impl PartsQuery {
                 )
                 .await?
         };
-        Ok((upload, page))
+        Ok(PartsListing {
+            query: self,
+            upload,
+            page,
+        })
     }
 }
 
-pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> ApiResult {
-    let q = PartsQuery::parse(&ctx.query)?;
-    let (upload, page) = q.fetch(ctx, upload_id).await?;
-    let PartsQuery { max_parts, marker } = q;
-    let owner = Owner::new(if upload.owner.is_empty() {
-        ctx.owner()
-    } else {
-        &upload.owner
-    });
-    let doc = ListPartsResult {
-        xmlns: Ns::default(),
-        bucket: upload.bucket,
-        key: upload.key,
-        upload_id: upload.upload_id,
-        part_number_marker: marker,
-        next_part_number_marker: page
-            .is_truncated
-            .then_some(page.next_part_number_marker)
-            .flatten(),
-        max_parts,
-        is_truncated: page.is_truncated,
-        parts: page
-            .parts
-            .iter()
-            .map(|p| PartEntry {
-                part_number: p.number,
-                last_modified: iso8601_ms(p.last_modified_ms),
-                etag: quote_etag(&p.etag),
-                size: p.size,
-                checksums: (&p.checksums).into(),
-            })
-            .collect(),
-        initiator: owner.clone(),
-        owner,
-        storage_class: "STANDARD",
-        checksum_algorithm: upload.checksum_algorithm,
-    };
-    Ok(xml_response(
-        StatusCode::OK,
-        render("ListPartsResult", &doc)?,
-    ))
+/// A ListParts request, its upload and the page of its parts.
+pub struct PartsListing {
+    pub query: PartsQuery,
+    pub upload: UploadInfo,
+    pub page: ListPartsPage,
 }
 
-/// A ListMultipartUploads request and its page, shared by the S3 and OSS
-/// renderings.
+pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> Result<PartsListing, S3Error> {
+    PartsQuery::parse(&ctx.query)?.fetch(ctx, upload_id).await
+}
+
+/// A ListMultipartUploads request and its page.
 pub(crate) struct UploadsListing {
     pub list: Listing,
     pub key_marker: Option<String>,
@@ -473,7 +442,7 @@ pub(crate) struct UploadsListing {
     pub page: ListUploadsPage,
 }
 
-pub(crate) async fn fetch_uploads(ctx: &Ctx) -> Result<UploadsListing, S3Error> {
+pub(crate) async fn list_uploads(ctx: &Ctx) -> Result<UploadsListing, S3Error> {
     let q = &ctx.query;
     let list = Listing::parse(q, "max-uploads")?;
     let key_marker = non_empty(q.get("key-marker"));
@@ -500,58 +469,6 @@ pub(crate) async fn fetch_uploads(ctx: &Ctx) -> Result<UploadsListing, S3Error> 
         upload_id_marker,
         page,
     })
-}
-
-pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
-    let UploadsListing {
-        list,
-        key_marker,
-        upload_id_marker,
-        page,
-    } = fetch_uploads(ctx).await?;
-    let Listing {
-        max: max_uploads,
-        enc,
-        prefix,
-        delimiter,
-    } = list;
-    let doc = ListMultipartUploadsResult {
-        bucket: ctx.bucket().to_string(),
-        key_marker: enc.s(key_marker.as_deref().unwrap_or_default()),
-        upload_id_marker: upload_id_marker.unwrap_or_default(),
-        next_key_marker: page
-            .is_truncated
-            .then(|| enc.opt(page.next_key_marker.as_deref()))
-            .flatten(),
-        next_upload_id_marker: page
-            .is_truncated
-            .then_some(page.next_upload_id_marker)
-            .flatten(),
-        prefix: enc.s(&prefix),
-        delimiter: enc.opt(delimiter.as_deref()),
-        max_uploads,
-        encoding_type: enc.name(),
-        is_truncated: page.is_truncated,
-        uploads: page
-            .uploads
-            .iter()
-            .map(|u| UploadEntry {
-                key: enc.s(&u.key),
-                upload_id: u.upload_id.clone(),
-                initiator: Owner::new(&u.owner),
-                owner: Owner::new(&u.owner),
-                storage_class: "STANDARD",
-                initiated: iso8601_ms(u.initiated_ms),
-                checksum_algorithm: u.checksum_algorithm.clone(),
-            })
-            .collect(),
-        common_prefixes: enc.prefixes(&page.common_prefixes),
-        ..Default::default()
-    };
-    Ok(xml_response(
-        StatusCode::OK,
-        render("ListMultipartUploadsResult", &doc)?,
-    ))
 }
 
 #[cfg(test)]

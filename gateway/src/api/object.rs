@@ -1,4 +1,5 @@
-//! PutObject, GetObject, HeadObject, DeleteObject, GetObjectAcl.
+//! PutObject, GetObject, HeadObject, DeleteObject, GetObjectAcl (whose
+//! typed result each dialect renders: `s3::acl`, `oss::ops`).
 
 use axum::body::Body;
 use axum::response::Response;
@@ -11,16 +12,15 @@ use super::headers::{content_headers, user_meta, write_object_headers};
 use super::range::{content_range, parse_range, resolve};
 use super::tagging::tags_from_headers;
 use super::{
-    empty_response, replica_origin, set_header, version_header, xml_response, ApiError, ApiResult,
-    Ctx, ObjectFacts,
+    empty_response, replica_origin, set_header, version_header, ApiError, ApiResult, Ctx,
+    ObjectFacts,
 };
 use crate::blocks::{read_range, write_stream};
 use crate::body::checksum::{expected_from_headers, get_checksum, verify, Algo};
 use crate::error::S3Error;
 use crate::names::check_key;
 use crate::router::parse_part_number;
-use crate::xml::responses::AccessControlPolicy;
-use crate::xml::{http_date, quote_etag, render};
+use crate::xml::{http_date, quote_etag};
 use crate::{metrics, MAX_PUT_SIZE};
 
 /// `x-amz-checksum-*` headers for the stored checksums.
@@ -357,8 +357,16 @@ pub async fn delete_object(ctx: &Ctx) -> ApiResult {
     Ok(resp)
 }
 
-/// Godwit has no ACLs: the writer has FULL_CONTROL.
-pub async fn get_object_acl(ctx: &Ctx) -> ApiResult {
+/// GetObjectAcl: Godwit has no ACLs, so all there is to tell is the
+/// version's writer (the requester for one written before owners were
+/// kept) and which version was read; each dialect reports its default
+/// grant for it.
+pub struct ObjectAcl {
+    pub owner: String,
+    pub version_id: String,
+}
+
+pub async fn get_object_acl(ctx: &Ctx) -> Result<ObjectAcl, ApiError> {
     let version_id = ctx.query.get("versionId");
     let obj = ctx
         .gw
@@ -371,19 +379,12 @@ pub async fn get_object_acl(ctx: &Ctx) -> ApiResult {
     let owner = if obj.version.owner.is_empty() {
         ctx.owner().to_string()
     } else {
-        obj.version.owner.clone()
+        obj.version.owner
     };
-    let mut resp = xml_response(
-        StatusCode::OK,
-        render(
-            "AccessControlPolicy",
-            &AccessControlPolicy::owner_full_control(&owner),
-        )?,
-    );
-    // Not a response S3 documents a version header for; kept for real ids.
-    let vid = &obj.version.version_id;
-    version_header(resp.headers_mut(), vid, vid != NULL_VERSION_ID);
-    Ok(resp)
+    Ok(ObjectAcl {
+        owner,
+        version_id: obj.version.version_id,
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
-//! Operations whose OSS answer differs from S3's in shape: listings,
-//! bucket descriptions (ListBuckets, location, GetBucketInfo,
-//! GetBucketStat), ACLs, the DeleteObjects result, and the OSS-only
+//! OSS's answers where they differ from S3's in shape: the renderings of
+//! `api`'s typed results (ListBuckets, GetBucketLocation, the ACLs,
+//! ListMultipartUploads, the DeleteObjects result), the listings and
+//! ListParts (which read OSS's `encoding-type` rules), the OSS-only
+//! bucket descriptions (GetBucketInfo, GetBucketStat), and the OSS-only
 //! object headers (`x-oss-hash-crc64ecma`, `x-oss-object-type`,
 //! `x-oss-storage-class`, added by `wire` from the handlers'
 //! `ObjectFacts`). The data path itself (PUT, GET, multipart) is `api`'s.
@@ -10,12 +12,14 @@ use godwit_common::types::{ListObjectsQuery, ListUploadsQuery, ObjectVersion, Ve
 use http::{HeaderMap, StatusCode};
 
 use super::xml::*;
+use crate::api::bucket::{BucketAcl, BucketList, BucketLocation};
 use crate::api::delete_objects::DeleteOutcome;
 use crate::api::list::{
     encode_token, fetch_v1, non_empty, parse_encoding, Enc, Listing, V1Listing, V2Query,
     VersionsQuery,
 };
-use crate::api::multipart::{fetch_uploads, PartsQuery, UploadsListing};
+use crate::api::multipart::{PartsListing, PartsQuery, UploadsListing};
+use crate::api::object::ObjectAcl;
 use crate::api::{set_header, xml_response, ApiResult, Ctx, ObjectFacts};
 use crate::error::S3Error;
 use crate::xml::{quote_etag, render};
@@ -68,15 +72,15 @@ fn doc(root: &str, value: &impl serde::Serialize) -> Result<Response, S3Error> {
     Ok(xml_response(StatusCode::OK, render(root, value)?))
 }
 
-pub async fn list_buckets(ctx: &Ctx) -> ApiResult {
-    let buckets = ctx.gw.meta.list_buckets().await?;
+pub fn list_buckets(ctx: &Ctx, list: BucketList) -> Result<Response, S3Error> {
     let ep = endpoint(ctx);
-    Ok(doc(
+    doc(
         "ListAllMyBucketsResult",
         &ListAllMyBucketsResult {
-            owner: Owner::new(ctx.owner()),
+            owner: Owner::new(&list.owner),
             buckets: Buckets {
-                bucket: buckets
+                bucket: list
+                    .buckets
                     .into_iter()
                     .map(|b| BucketEntry {
                         creation_date: iso8601_s(b.created_ms),
@@ -90,17 +94,16 @@ pub async fn list_buckets(ctx: &Ctx) -> ApiResult {
                     .collect(),
             },
         },
-    )?)
+    )
 }
 
-pub async fn get_location(ctx: &Ctx) -> ApiResult {
-    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    Ok(doc(
+pub fn location_constraint(loc: BucketLocation) -> Result<Response, S3Error> {
+    doc(
         "LocationConstraint",
         &LocationConstraint {
-            location: location(&bucket.region),
+            location: location(&loc.region),
         },
-    )?)
+    )
 }
 
 pub async fn get_bucket_info(ctx: &Ctx) -> ApiResult {
@@ -211,47 +214,22 @@ pub async fn get_bucket_stat(ctx: &Ctx) -> ApiResult {
 }
 
 /// Godwit has no ACLs: buckets are private, objects follow their bucket.
-pub async fn get_bucket_acl(ctx: &Ctx) -> ApiResult {
-    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    let owner = if bucket.owner.is_empty() {
-        ctx.owner()
-    } else {
-        &bucket.owner
-    };
-    Ok(doc(
+pub fn bucket_acl(acl: BucketAcl) -> Result<Response, S3Error> {
+    acl_policy(&acl.owner, "private")
+}
+
+pub fn object_acl(acl: ObjectAcl) -> Result<Response, S3Error> {
+    acl_policy(&acl.owner, "default")
+}
+
+fn acl_policy(owner: &str, grant: &'static str) -> Result<Response, S3Error> {
+    doc(
         "AccessControlPolicy",
         &AccessControlPolicy {
             owner: Owner::new(owner),
-            acl: AccessControlList { grant: "private" },
+            acl: AccessControlList { grant },
         },
-    )?)
-}
-
-pub async fn get_object_acl(ctx: &Ctx) -> ApiResult {
-    let version_id = ctx.query.get("versionId");
-    let obj = ctx
-        .gw
-        .meta
-        .get_object(ctx.bucket(), ctx.key(), version_id)
-        .await?;
-    if obj.version.is_delete_marker {
-        return Err(crate::api::object::delete_marker_error(
-            &obj.version,
-            version_id.is_some(),
-        ));
-    }
-    let owner = if obj.version.owner.is_empty() {
-        ctx.owner().to_string()
-    } else {
-        obj.version.owner.clone()
-    };
-    Ok(doc(
-        "AccessControlPolicy",
-        &AccessControlPolicy {
-            owner: Owner::new(&owner),
-            acl: AccessControlList { grant: "default" },
-        },
-    )?)
+    )
 }
 
 fn entry(v: &ObjectVersion, enc: &Enc, owner: bool) -> ObjectEntry {
@@ -397,8 +375,11 @@ pub async fn list_versions(ctx: &Ctx) -> ApiResult {
 pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> ApiResult {
     let q = PartsQuery::parse(&ctx.query)?;
     let enc = Enc(parse_encoding(&ctx.query)?);
-    let (upload, page) = q.fetch(ctx, upload_id).await?;
-    let PartsQuery { max_parts, marker } = q;
+    let PartsListing {
+        query: PartsQuery { max_parts, marker },
+        upload,
+        page,
+    } = q.fetch(ctx, upload_id).await?;
     let last = page.parts.last().map(|p| p.number).unwrap_or(marker);
     let next = if page.is_truncated {
         page.next_part_number_marker.unwrap_or(last)
@@ -459,13 +440,13 @@ pub fn delete_result(ctx: &Ctx, outcome: DeleteOutcome) -> Result<Response, S3Er
     )
 }
 
-pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
+pub(crate) fn list_uploads(ctx: &Ctx, listing: UploadsListing) -> Result<Response, S3Error> {
     let UploadsListing {
         list,
         key_marker,
         upload_id_marker,
         page,
-    } = fetch_uploads(ctx).await?;
+    } = listing;
     let Listing {
         max: max_uploads,
         enc,
@@ -480,7 +461,7 @@ pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
     } else {
         (String::new(), String::new())
     };
-    Ok(doc(
+    doc(
         "ListMultipartUploadsResult",
         &ListMultipartUploadsResult {
             bucket: ctx.bucket().to_string(),
@@ -505,7 +486,7 @@ pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
                 .collect(),
             common_prefixes: enc.prefixes(&page.common_prefixes),
         },
-    )?)
+    )
 }
 
 #[cfg(test)]

@@ -1,9 +1,14 @@
-//! The S3 dialect's own answers: the documents S3 renders differently
-//! from OSS (listings in `list`, the DeleteObjects result, error
-//! documents) and the S3-only operations (the AWS replication API in
-//! `replication`). The operations themselves are `api`'s.
+//! The S3 dialect's own answers: the documents S3 renders from the
+//! neutral handlers' typed results (listings in `list`; ListBuckets and
+//! GetBucketLocation in `bucket`; the ACLs in `acl`; ListParts and
+//! ListMultipartUploads in `multipart`; the DeleteObjects result and
+//! error documents here) and the S3-only operations (the AWS replication
+//! API in `replication`). The operations themselves are `api`'s.
 
+pub mod acl;
+pub mod bucket;
 pub mod list;
+pub mod multipart;
 pub mod replication;
 
 use axum::body::Body;

@@ -1,0 +1,53 @@
+//! The S3 documents of ListBuckets and GetBucketLocation, from the typed
+//! results of `api::bucket`.
+
+use axum::response::Response;
+use http::StatusCode;
+
+use crate::api::bucket::{BucketList, BucketLocation, US_EAST_1};
+use crate::api::xml_response;
+use crate::error::S3Error;
+use crate::xml::responses::{
+    BucketEntry, Buckets, ListAllMyBucketsResult, LocationConstraint, Ns, Owner,
+};
+use crate::xml::{iso8601_ms, render};
+
+pub fn list_buckets(list: BucketList) -> Result<Response, S3Error> {
+    let doc = ListAllMyBucketsResult {
+        xmlns: Ns::default(),
+        owner: Owner::new(&list.owner),
+        buckets: Buckets {
+            bucket: list
+                .buckets
+                .into_iter()
+                .map(|b| BucketEntry {
+                    name: b.name,
+                    creation_date: iso8601_ms(b.created_ms),
+                    bucket_region: b.region,
+                })
+                .collect(),
+        },
+    };
+    Ok(xml_response(
+        StatusCode::OK,
+        render("ListAllMyBucketsResult", &doc)?,
+    ))
+}
+
+/// S3 writes us-east-1's LocationConstraint empty (a legacy of the
+/// original region); every other region by name.
+pub fn location(location: BucketLocation) -> Result<Response, S3Error> {
+    let region = if location.region == US_EAST_1 {
+        String::new()
+    } else {
+        location.region
+    };
+    let doc = LocationConstraint {
+        xmlns: Ns::default(),
+        region,
+    };
+    Ok(xml_response(
+        StatusCode::OK,
+        render("LocationConstraint", &doc)?,
+    ))
+}
