@@ -117,8 +117,9 @@ pub struct DialectRules {
     /// rather than PreconditionFailed (the edge also set `If-None-Match: *`).
     pub forbid_overwrite: bool,
     /// CompleteMultipartUpload takes every uploaded part, in order,
-    /// instead of a listed set.
-    pub complete_all: bool,
+    /// instead of a listed set; `Some` carries the message of the
+    /// InvalidArgument that refuses a part list sent alongside.
+    pub complete_all: Option<&'static str>,
     /// The smallest part other than the last, when the dialect allows
     /// less than meta's own minimum.
     pub min_part_size: Option<u64>,

@@ -222,7 +222,7 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
         // request whose answer it lost) answers what the first one made,
         // if meta still knows it and the part list is the same. OSS's
         // complete-all names no parts, so it cannot be matched.
-        Err(godwit_common::MetaError::NoSuchUpload) if !completes_all => {
+        Err(godwit_common::MetaError::NoSuchUpload) if completes_all.is_none() => {
             let doc = parse_complete(&body.bytes)?;
             let version = ctx
                 .gw
@@ -245,10 +245,9 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
     // The parts are read for the whole object's CRC-64 (kept for OSS
     // readers whatever the writer's dialect) and any composite checksum.
     let stored = all_parts(ctx, upload_id).await?;
-    let doc = if completes_all {
-        complete_all(&body.bytes, &stored)?
-    } else {
-        parse_complete(&body.bytes)?
+    let doc = match completes_all {
+        Some(refusal) => complete_all(&body.bytes, &stored, refusal)?,
+        None => parse_complete(&body.bytes)?,
     };
     if let Some(algo) = stored_algorithm(upload.checksum_algorithm.as_deref()) {
         if let Some(value) = composite_of(algo, &doc.parts, &stored)? {
@@ -337,15 +336,15 @@ pub fn combined_crc64(parts: impl IntoIterator<Item = (Option<u64>, u64)>) -> Op
 
 /// The part list of a CompleteMultipartUpload that asked for every part
 /// (`DialectRules::complete_all`, OSS's `x-oss-complete-all: yes`): every
-/// uploaded part in order. OSS refuses a body alongside the header.
+/// uploaded part in order. A part list in the body alongside is refused
+/// with the dialect's `refusal` message.
 pub fn complete_all(
     body: &[u8],
     stored: &[PartRecord],
+    refusal: &str,
 ) -> Result<CompleteMultipartUpload, S3Error> {
     if !body.iter().all(u8::is_ascii_whitespace) {
-        return Err(S3Error::InvalidArgument(
-            "x-oss-complete-all cannot be used with a part list in the body.".into(),
-        ));
+        return Err(S3Error::InvalidArgument(refusal.into()));
     }
     if stored.is_empty() {
         return Err(S3Error::InvalidPart("The upload has no parts.".into()));

@@ -79,11 +79,13 @@ fn forbids_overwrite(headers: &HeaderMap) -> bool {
 }
 
 /// `x-oss-complete-all: yes` on CompleteMultipartUpload: complete with
-/// every uploaded part, in part-number order, instead of a listed set.
-fn completes_all(headers: &HeaderMap) -> bool {
+/// every uploaded part, in part-number order, instead of a listed set;
+/// with the message OSS refuses a part list in the body with.
+fn completes_all(headers: &HeaderMap) -> Option<&'static str> {
     headers
         .get("x-oss-complete-all")
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"yes"))
+        .then_some("x-oss-complete-all cannot be used with a part list in the body.")
 }
 
 /// `x-oss-hash-crc64ecma` of an upload, an unsigned decimal as oss2 and
@@ -230,12 +232,12 @@ mod tests {
         ]);
         let r = rules(&h, Dialect::Oss);
         assert_eq!(r.body_crc64, Some(Ok(42)));
-        assert!(r.forbid_overwrite && r.complete_all);
+        assert!(r.forbid_overwrite && r.complete_all.is_some());
         assert_eq!(r.min_part_size, Some(super::super::OSS_MIN_PART_SIZE));
         assert_eq!(rules(&h, Dialect::S3).min_part_size, None);
         let r = rules(&headers(&[("x-oss-hash-crc64ecma", "-1")]), Dialect::Oss);
         assert!(matches!(r.body_crc64, Some(Err(_))));
-        assert!(!r.forbid_overwrite && !r.complete_all);
+        assert!(!r.forbid_overwrite && r.complete_all.is_none());
     }
 
     #[test]
