@@ -3,14 +3,14 @@
 //!
 //! Everything OSS lives here. Requests are routed by the shared `router`
 //! and served by the neutral handlers of `api`; this module verifies
-//! OSS signatures (`auth`, plugged into `crate::auth` as its
-//! `OtherSchemes`), maps OSS header names onto S3's on the way in and
-//! back on the way out, reads what OSS headers ask of the handlers
+//! OSS signatures (`auth/`: V1, V4 and OSS2, plugged into `crate::auth`
+//! as its `OtherSchemes`), maps OSS header names onto S3's on the way in
+//! and back on the way out, reads what OSS headers ask of the handlers
 //! (`wire::rules`) and adds the OSS object headers (`wire`), renders
-//! OSS errors (`error`), answers the operations whose OSS documents
-//! differ in shape from S3's (`ops`, `xml`), and serves the OSS
-//! replication API (`replication`, `replication_xml`). It never imports
-//! `s3`.
+//! OSS errors (`error`), renders the typed results of `api` whose OSS
+//! documents differ in shape from S3's and answers the OSS-only bucket
+//! descriptions (`ops`, `xml`), and serves the OSS replication API
+//! (`replication`, `replication_xml`). It never imports `s3`.
 
 pub mod auth;
 #[cfg(test)]
