@@ -31,55 +31,55 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         GetBucketInfo => oss::ops::get_bucket_info(&ctx).await,
         GetBucketStat => oss::ops::get_bucket_stat(&ctx).await,
         GetObjectMeta => object::get_object(&ctx, true).await,
-        ListBuckets => render(
+        ListBuckets => Ok(render(
             &ctx,
             bucket::list_buckets(&ctx).await?,
             s3::bucket::list_buckets,
             |list| oss::ops::list_buckets(&ctx, list),
-        ),
+        )?),
         CreateBucket => bucket::create_bucket(&ctx, body).await,
         HeadBucket => bucket::head_bucket(&ctx).await,
         DeleteBucket => bucket::delete_bucket(&ctx).await,
-        GetBucketLocation => render(
+        GetBucketLocation => Ok(render(
             &ctx,
             bucket::get_location(&ctx).await?,
             s3::bucket::location,
             oss::ops::location_constraint,
-        ),
+        )?),
         GetBucketVersioning => bucket::get_versioning(&ctx).await,
         PutBucketVersioning => bucket::put_versioning(&ctx, body).await,
-        GetBucketAcl => render(
+        GetBucketAcl => Ok(render(
             &ctx,
             bucket::get_bucket_acl(&ctx).await?,
             s3::acl::bucket_acl,
             oss::ops::bucket_acl,
-        ),
+        )?),
         ListObjects => s3::list::list_objects_v1(&ctx).await,
         ListObjectsV2 => s3::list::list_objects_v2(&ctx).await,
         ListObjectVersions => s3::list::list_versions(&ctx).await,
-        ListMultipartUploads => render(
+        ListMultipartUploads => Ok(render(
             &ctx,
             multipart::list_uploads(&ctx).await?,
             |listing| s3::multipart::list_uploads(&ctx, listing),
             |listing| oss::ops::list_uploads(&ctx, listing),
-        ),
-        DeleteObjects => render(
+        )?),
+        DeleteObjects => Ok(render(
             &ctx,
             delete_objects::delete_objects(&ctx, body).await?,
             s3::delete_result,
             |outcome| oss::ops::delete_result(&ctx, outcome),
-        ),
+        )?),
         GetObject => object::get_object(&ctx, false).await,
         HeadObject => object::get_object(&ctx, true).await,
         PutObject => object::put_object(&ctx, body).await,
         CopyObject => copy::copy_object(&ctx).await,
         DeleteObject => object::delete_object(&ctx).await,
-        GetObjectAcl => render(
+        GetObjectAcl => Ok(render(
             &ctx,
             object::get_object_acl(&ctx).await?,
             s3::acl::object_acl,
             oss::ops::object_acl,
-        ),
+        )?),
         CreateMultipartUpload => multipart::create_upload(&ctx).await,
         UploadPart {
             part_number,
@@ -192,10 +192,9 @@ fn render<T>(
     result: T,
     s3: impl FnOnce(T) -> Result<Response, S3Error>,
     oss: impl FnOnce(T) -> Result<Response, S3Error>,
-) -> ApiResult {
-    let resp = match ctx.dialect {
+) -> Result<Response, S3Error> {
+    match ctx.dialect {
         Dialect::S3 => s3(result),
         Dialect::Oss => oss(result),
-    };
-    Ok(resp?)
+    }
 }
