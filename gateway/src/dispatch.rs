@@ -16,7 +16,9 @@ use crate::{oss, s3};
 pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
     use Endpoint::*;
     if ctx.dialect.is_oss() {
-        // Operations whose OSS document differs in shape from S3's.
+        // OSS's own functions over api's queries and pages; the other
+        // operations whose OSS document differs from S3's are rendered
+        // from a typed result below (`render`).
         use oss::ops;
         match &ep {
             ListObjects => return ops::list_objects_v1(&ctx).await,
