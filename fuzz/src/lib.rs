@@ -23,16 +23,16 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
 use godwit_gateway::auth::{
-    authenticate_with_bucket, signing_key, AuthOutcome, AuthScheme, ChunkSigning, PayloadCheck,
-    SecretLookup,
+    signing_key, AuthOutcome, AuthScheme, ChunkSigning, PayloadCheck, SecretLookup,
 };
+use godwit_gateway::authenticate as authenticate_with_bucket;
 use godwit_gateway::error::S3Error;
 
 pub mod seeds;
 
-/// The captured SDK requests (`gateway/src/auth/testdata`).
+/// The captured SDK requests (`gateway/src/auth/testdata`, `gateway/src/oss/testdata`).
 pub const BOTOCORE: &str = include_str!("../../gateway/src/auth/testdata/botocore_requests.json");
-pub const OSS: &str = include_str!("../../gateway/src/auth/testdata/oss_requests.json");
+pub const OSS: &str = include_str!("../../gateway/src/oss/testdata/oss_requests.json");
 
 // ---------------------------------------------------------------- heads
 
@@ -201,7 +201,7 @@ pub fn chunked(data: &[u8]) {
 // ---------------------------------------------------------------- headers
 
 fn check_range(value: &str, size: u64) {
-    use godwit_gateway::s3::range::{content_range, parse_copy_range, parse_range, resolve};
+    use godwit_gateway::api::range::{content_range, parse_copy_range, parse_range, resolve};
     if let Some(spec) = parse_range(value) {
         if let Ok((start, end)) = resolve(spec, size) {
             assert!(
@@ -227,8 +227,9 @@ fn check_range(value: &str, size: u64) {
 pub fn headers(data: &[u8]) {
     use godwit_gateway::body::checksum;
     use godwit_gateway::dialect::Dialect;
-    use godwit_gateway::s3::conditions::{Conditions, WriteConditions};
-    use godwit_gateway::s3::{copy, headers, router};
+    use godwit_gateway::api::conditions::{Conditions, WriteConditions};
+    use godwit_gateway::api::{copy, headers};
+    use godwit_gateway::router;
     use godwit_gateway::{vhost, xml};
 
     let (first, rest) = line(data);
@@ -298,7 +299,8 @@ fn tags_round_trip(tags: &BTreeMap<String, String>) {
 /// Every XML request-body parser, S3 and OSS; what the gateway renders
 /// back (replication configuration, tagging) must parse to the same value.
 pub fn xml(body: &[u8]) {
-    use godwit_gateway::xml::{oss_replication, replication, requests, tagging};
+    use godwit_gateway::oss::replication_xml as oss_replication;
+    use godwit_gateway::xml::{replication, requests, tagging};
     if let Ok(cfg) = replication::parse_replication(body) {
         let xml = replication::render_replication(&cfg).expect("render of a parsed config");
         let again = replication::parse_replication(xml.as_bytes()).expect("parse of rendered");

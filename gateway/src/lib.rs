@@ -1,7 +1,14 @@
 //! The S3 gateway: an axum app that speaks the S3 REST API and Alibaba's
-//! OSS dialect (`dialect`, `oss`), path-style or virtual-hosted (`vhost`),
-//! authenticates every request (`auth`), streams bodies (`body`, `blocks`)
+//! OSS dialect, path-style or virtual-hosted (`vhost`), authenticates
+//! every request (`auth`, `oss::auth`), streams bodies (`body`, `blocks`)
 //! to datanodes and commits metadata through `ObjectMeta`.
+//!
+//! One `Endpoint` per operation (`router`); the operations themselves are
+//! dialect-neutral (`api`), and each dialect renders its own answers and
+//! adds its own operations: `s3` and `oss` (everything OSS: signing,
+//! headers, documents, errors, replication API). `dialect` tells them
+//! apart, `dispatch` joins them. Neither dialect module imports the
+//! other, and `api` imports neither (`module_graph_tests`).
 //!
 //! It never touches rocksdb or a disk: its only doors are the
 //! `godwit_common::ObjectMeta` (buckets, objects, uploads),
@@ -9,15 +16,21 @@
 //! `godwit_common::BlockRouter` traits, so it runs the same against
 //! in-process roles or remote ones.
 
+pub mod api;
 pub mod auth;
 pub mod blocks;
 pub mod body;
 pub mod dialect;
+mod dispatch;
 pub mod error;
 pub mod intents;
 pub mod keys;
 pub mod metrics;
+#[cfg(test)]
+mod module_graph_tests;
+pub mod names;
 pub mod oss;
+pub mod router;
 pub mod s3;
 pub mod vhost;
 pub mod xml;
@@ -25,17 +38,16 @@ pub mod xml;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
 use godwit_common::{BlockMeta, BlockRouter, ObjectMeta};
 use http::{HeaderValue, Method, StatusCode};
 use tracing::Instrument;
 
+use crate::api::Ctx;
 use crate::dialect::Dialect;
 use crate::error::S3Error;
-use crate::s3::router::{self, Query};
-use crate::s3::{ApiError, Ctx};
+use crate::router::Query;
 
 /// Settings of the S3 listener.
 #[derive(Clone, Debug)]
@@ -83,7 +95,7 @@ pub struct Gateway {
     pub(crate) block_meta: Arc<dyn BlockMeta>,
     pub(crate) blocks: Arc<dyn BlockRouter>,
     pub(crate) keys: keys::SecretCache,
-    pub(crate) buckets: s3::bucket_cache::BucketCache,
+    pub(crate) buckets: api::bucket_cache::BucketCache,
 }
 
 impl Gateway {
@@ -95,7 +107,7 @@ impl Gateway {
     ) -> Arc<Self> {
         let keys = keys::SecretCache::new(meta.clone(), keys::SECRET_TTL);
         let buckets =
-            s3::bucket_cache::BucketCache::new(meta.clone(), s3::bucket_cache::BUCKET_TTL);
+            api::bucket_cache::BucketCache::new(meta.clone(), api::bucket_cache::BUCKET_TTL);
         Arc::new(Gateway {
             cfg,
             meta,
@@ -174,7 +186,8 @@ async fn handle_catching(gw: State<Arc<Gateway>>, req: Request) -> Response {
             tracing::error!(%method, %path, panic = %what, "request handler panicked");
             let request_id = new_request_id();
             let err = S3Error::InternalError("request handler panicked".into());
-            let mut resp = error_response(err.into(), path, &request_id, method == Method::HEAD);
+            let mut resp =
+                s3::error_response(err.into(), path, &request_id, method == Method::HEAD);
             resp.headers_mut()
                 .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
             resp
@@ -238,7 +251,7 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
     );
     let result = async {
         // Authenticate before saying anything about the request itself.
-        let auth = auth::authenticate_with_bucket(
+        let auth = authenticate(
             &parts,
             &gw.keys,
             time::OffsetDateTime::now_utc(),
@@ -252,6 +265,7 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
         if dialect.is_oss() {
             oss::wire::alias_request_headers(&mut parts.headers);
         }
+        let rules = oss::wire::rules(&parts.headers, dialect);
         let ctx = Ctx {
             gw: gw.clone(),
             parts,
@@ -260,15 +274,16 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
             key,
             auth,
             dialect,
+            rules,
         };
-        s3::dispatch(ctx, endpoint, body).await
+        dispatch::dispatch(ctx, endpoint, body).await
     }
     .instrument(span.clone())
     .await;
 
     let mut resp = match (result, dialect) {
         (Ok(resp), Dialect::S3) => resp,
-        (Err(e), Dialect::S3) => error_response(e, &resource, &request_id, is_head),
+        (Err(e), Dialect::S3) => s3::error_response(e, &resource, &request_id, is_head),
         (Ok(resp), Dialect::Oss) => oss::wire::finish(resp, &request_id).await,
         (Err(e), Dialect::Oss) => {
             let site = oss::error::ErrorSite {
@@ -314,6 +329,19 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
     resp
 }
 
+/// Authenticates a request signed with any scheme the gateway accepts:
+/// AWS SigV4 and SigV2 (`auth`), OSS V1, V4 and OSS2 (`oss::auth`).
+/// `vhost_bucket` is the bucket of a virtual-hosted-style request, which
+/// SigV2 and the OSS schemes sign as part of the path.
+pub async fn authenticate(
+    parts: &http::request::Parts,
+    lookup: &dyn auth::SecretLookup,
+    now: time::OffsetDateTime,
+    vhost_bucket: Option<&str>,
+) -> Result<auth::AuthOutcome, S3Error> {
+    auth::authenticate_with_schemes(parts, lookup, now, vhost_bucket, &oss::auth::OssSchemes).await
+}
+
 /// Internal `x-godwit-*` headers (a replica write's origin) are honoured
 /// only from principals granted replica writes; until accounts and bucket
 /// policies exist that is the root key. The authentication step already
@@ -352,7 +380,7 @@ async fn check_internal_headers(
 fn check_region(auth: &auth::AuthOutcome, ours: &str, query: &Query) -> Result<(), S3Error> {
     if auth.scheme == auth::AuthScheme::OssV4 {
         return match &auth.region {
-            Some(theirs) if !auth::oss_region_matches(theirs, ours) => Err(
+            Some(theirs) if !oss::auth::region_matches(theirs, ours) => Err(
                 S3Error::InvalidArgument("Invalid signing region in Authorization header.".into()),
             ),
             _ => Ok(()),
@@ -373,24 +401,4 @@ fn check_region(auth: &auth::AuthOutcome, ours: &str, query: &Query) -> Result<(
         }
         _ => Ok(()),
     }
-}
-
-/// The S3 error document (none for HEAD and 304), with the error's status
-/// and any extra headers.
-fn error_response(e: ApiError, resource: &str, request_id: &str, is_head: bool) -> Response {
-    let status = e.err.http_status();
-    let mut resp = if is_head || status == StatusCode::NOT_MODIFIED {
-        Response::new(Body::empty())
-    } else {
-        s3::xml_response(status, xml::error_body(&e.err, resource, request_id))
-    };
-    *resp.status_mut() = status;
-    if let S3Error::InternalError(detail)
-    | S3Error::ServiceUnavailable(detail)
-    | S3Error::StorageFull(detail) = &e.err
-    {
-        tracing::warn!(%request_id, error = %detail, "server-side error");
-    }
-    resp.headers_mut().extend(e.headers);
-    resp
 }

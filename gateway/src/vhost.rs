@@ -151,7 +151,7 @@ mod tests {
     #[test]
     fn path_style_key_with_encoded_slashes() {
         assert_eq!(
-            crate::s3::router::split_path("/bkt/dir%2Fa%20b%2B%C3%BC.txt").unwrap(),
+            crate::router::split_path("/bkt/dir%2Fa%20b%2B%C3%BC.txt").unwrap(),
             (Some("bkt".into()), Some("dir/a b+ü.txt".into()))
         );
     }

@@ -1,21 +1,20 @@
 //! Request authentication: AWS SigV4 (header, presigned query, streaming
-//! modes), SigV2 (header, presigned query), and Alibaba OSS V1, V4 and
-//! the legacy OSS2 (header and presigned query each). Signatures are compared in constant
-//! time; the clock-skew window is 15 minutes.
+//! modes) and SigV2 (header, presigned query), and what every scheme
+//! shares (key derivation, dates, constant-time comparison, the rule that
+//! a signature covers every `x-amz-*`, `x-oss-*` and `x-godwit-*`
+//! header). Alibaba's schemes (OSS V1, V4, OSS2) live with their dialect
+//! in `oss::auth` and come in through [`OtherSchemes`], so this module
+//! names no dialect. Signatures are compared in constant time; the
+//! clock-skew window is 15 minutes.
 //!
 //! The request head alone decides: `authenticate` looks at the
 //! `Authorization` header first, then at the query string, and answers who
 //! signed and what the signature says about the body (`PayloadCheck`), which
 //! `body::decode` then enforces while the body streams.
 
-#[cfg(test)]
-mod botocore_tests;
-mod oss;
-#[cfg(test)]
-mod oss_tests;
-mod presign;
-mod sigv2;
-mod sigv4;
+pub(crate) mod presign;
+pub(crate) mod sigv2;
+pub(crate) mod sigv4;
 #[cfg(test)]
 mod strict_tests;
 
@@ -28,11 +27,65 @@ use time::OffsetDateTime;
 
 use crate::error::S3Error;
 
-pub use oss::region_matches as oss_region_matches;
 pub use sigv4::{chunk_signature, signing_key, trailer_signature};
 
 /// Allowed difference between the request's date and ours.
 pub const MAX_CLOCK_SKEW: time::Duration = time::Duration::minutes(15);
+
+/// Signature schemes beyond AWS's, verified by the dialect that defines
+/// them (`oss::auth::OssSchemes`): [`authenticate_with_schemes`] hands
+/// them the Authorization headers and presigning parameters that are not
+/// AWS's.
+#[async_trait]
+pub trait OtherSchemes: Sync {
+    /// Whether `query` carries this family's presigning parameters.
+    fn presigned(&self, query: &[QueryParam]) -> bool;
+
+    /// Verifies an Authorization header; `None` when its scheme is not
+    /// one of this family's either.
+    async fn verify_header(
+        &self,
+        request: &Presented<'_>,
+        authorization: &str,
+    ) -> Option<Result<AuthOutcome, S3Error>>;
+
+    /// Verifies a request whose query [`presigned`](Self::presigned) claimed.
+    async fn verify_query(&self, request: &Presented<'_>) -> Result<AuthOutcome, S3Error>;
+}
+
+/// No scheme beyond AWS's: what [`authenticate`] and
+/// [`authenticate_with_bucket`] accept.
+pub struct AwsOnly;
+
+#[async_trait]
+impl OtherSchemes for AwsOnly {
+    fn presigned(&self, _: &[QueryParam]) -> bool {
+        false
+    }
+
+    async fn verify_header(
+        &self,
+        _: &Presented<'_>,
+        _: &str,
+    ) -> Option<Result<AuthOutcome, S3Error>> {
+        None
+    }
+
+    async fn verify_query(&self, _: &Presented<'_>) -> Result<AuthOutcome, S3Error> {
+        Err(S3Error::AccessDenied("Access Denied".into()))
+    }
+}
+
+/// A request as presented for verification: its head, its query split
+/// into pairs, where secrets come from, the time, and the bucket of a
+/// virtual-hosted-style request.
+pub struct Presented<'a> {
+    pub parts: &'a http::request::Parts,
+    pub query: &'a [QueryParam],
+    pub lookup: &'a dyn SecretLookup,
+    pub now: OffsetDateTime,
+    pub vhost_bucket: Option<&'a str>,
+}
 
 /// Looks up an access key's secret (the gateway caches meta's answer).
 #[async_trait]
@@ -200,8 +253,8 @@ impl AuthOutcome {
     }
 }
 
-/// Authenticates a request from its head alone. Requests with no
-/// credentials at all get `AccessDenied`.
+/// Authenticates a request signed with an AWS scheme from its head
+/// alone. Requests with no credentials at all get `AccessDenied`.
 ///
 /// SigV2 signs the path including the bucket; for a virtual-hosted-style
 /// request call [`authenticate_with_bucket`] with the bucket taken from
@@ -216,20 +269,40 @@ pub async fn authenticate(
 
 /// As [`authenticate`], for a virtual-hosted-style request whose bucket
 /// came from the Host header (`vhost_bucket`), so that the canonical
-/// resource `/bucket/key` of SigV2, OSS V1 and OSS V4 can be rebuilt.
-/// AWS SigV4 signs the path as sent and ignores it.
-///
-/// A valid signature that leaves out an `x-amz-*`, `x-oss-*` or
-/// `x-godwit-*` header present in the request is refused with
-/// AccessDenied: what a signature covers is what runs (a presigned PUT
-/// URL must not become a CopyObject by an added `x-amz-copy-source`).
+/// resource `/bucket/key` of SigV2 can be rebuilt. AWS SigV4 signs the
+/// path as sent and ignores it.
 pub async fn authenticate_with_bucket(
     parts: &http::request::Parts,
     lookup: &dyn SecretLookup,
     now: OffsetDateTime,
     vhost_bucket: Option<&str>,
 ) -> Result<AuthOutcome, S3Error> {
-    let outcome = verify_signature(parts, lookup, now, vhost_bucket).await?;
+    authenticate_with_schemes(parts, lookup, now, vhost_bucket, &AwsOnly).await
+}
+
+/// As [`authenticate_with_bucket`], accepting the `other` schemes as well
+/// (the gateway passes OSS's: `crate::authenticate`).
+///
+/// A valid signature that leaves out an `x-amz-*`, `x-oss-*` or
+/// `x-godwit-*` header present in the request is refused with
+/// AccessDenied: what a signature covers is what runs (a presigned PUT
+/// URL must not become a CopyObject by an added `x-amz-copy-source`).
+pub async fn authenticate_with_schemes(
+    parts: &http::request::Parts,
+    lookup: &dyn SecretLookup,
+    now: OffsetDateTime,
+    vhost_bucket: Option<&str>,
+    other: &dyn OtherSchemes,
+) -> Result<AuthOutcome, S3Error> {
+    let query = parse_query(parts.uri.query().unwrap_or(""));
+    let request = Presented {
+        parts,
+        query: &query,
+        lookup,
+        now,
+        vhost_bucket,
+    };
+    let outcome = verify_signature(&request, other).await?;
     let unsigned = unsigned_headers(parts, &outcome.signed);
     if !unsigned.is_empty() {
         tracing::debug!(headers = ?unsigned, "unsigned headers refused");
@@ -276,24 +349,25 @@ pub async fn authenticate_admin(
 pub const ADMIN_SERVICE: &str = godwit_common::net::s3_remote::ADMIN_SERVICE;
 
 async fn verify_signature(
-    parts: &http::request::Parts,
-    lookup: &dyn SecretLookup,
-    now: OffsetDateTime,
-    vhost_bucket: Option<&str>,
+    request: &Presented<'_>,
+    other: &dyn OtherSchemes,
 ) -> Result<AuthOutcome, S3Error> {
-    let query = parse_query(parts.uri.query().unwrap_or(""));
+    let Presented {
+        parts,
+        query,
+        lookup,
+        now,
+        vhost_bucket,
+    } = *request;
     let has_param = |name: &str| query.iter().any(|p| p.key == name);
     let header_auth = parts.headers.get(http::header::AUTHORIZATION);
     let v4_query = has_param("X-Amz-Algorithm")
         || has_param("X-Amz-Credential")
         || has_param("X-Amz-Signature");
-    let oss_v4_query = has_param("x-oss-signature-version")
-        || has_param("x-oss-credential")
-        || has_param("x-oss-signature");
-    let oss_v1_query = has_param("OSSAccessKeyId");
-    let v2_query = !oss_v1_query && (has_param("AWSAccessKeyId") || has_param("Signature"));
+    let other_query = other.presigned(query);
+    let v2_query = !other_query && (has_param("AWSAccessKeyId") || has_param("Signature"));
 
-    if header_auth.is_some() && (v4_query || v2_query || oss_v1_query || oss_v4_query) {
+    if header_auth.is_some() && (v4_query || v2_query || other_query) {
         return Err(S3Error::InvalidArgument(
             "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string \
              parameter or the Authorization header should be specified"
@@ -305,42 +379,30 @@ async fn verify_signature(
             .to_str()
             .map_err(|_| S3Error::InvalidArgument("Unsupported Authorization Type".into()))?;
         if let Some(rest) = value.strip_prefix("AWS4-HMAC-SHA256") {
-            return sigv4::verify_header(parts, &query, rest, lookup, now, sigv4::SERVICE).await;
+            return sigv4::verify_header(parts, query, rest, lookup, now, sigv4::SERVICE).await;
         }
         if value.starts_with("AWS4-ECDSA-P256-SHA256") {
             // SigV4a (multi-region access points): not offered.
             return Err(S3Error::NotImplemented);
         }
         if let Some(rest) = value.strip_prefix("AWS ") {
-            return sigv2::verify_header(parts, &query, rest, lookup, now, vhost_bucket).await;
+            return sigv2::verify_header(parts, query, rest, lookup, now, vhost_bucket).await;
         }
-        if let Some(rest) = value.strip_prefix(oss::V4_ALGORITHM) {
-            return oss::verify_v4_header(parts, &query, rest, lookup, now, vhost_bucket).await;
-        }
-        if let Some(rest) = value.strip_prefix("OSS ") {
-            return oss::verify_v1_header(parts, &query, rest, lookup, now, vhost_bucket).await;
-        }
-        if let Some(rest) = value.strip_prefix("OSS2 ") {
-            return oss::verify_v2_header(parts, &query, rest, lookup, now, vhost_bucket).await;
+        if let Some(outcome) = other.verify_header(request, value).await {
+            return outcome;
         }
         return Err(S3Error::InvalidArgument(
             "Unsupported Authorization Type".into(),
         ));
     }
     if v4_query {
-        return presign::verify(parts, &query, lookup, now).await;
+        return presign::verify(parts, query, lookup, now).await;
     }
     if v2_query {
-        return sigv2::verify_query(parts, &query, lookup, now, vhost_bucket).await;
+        return sigv2::verify_query(parts, query, lookup, now, vhost_bucket).await;
     }
-    if oss_v4_query {
-        if query_value(&query, "x-oss-signature-version") == Some(oss::V2_SIGNATURE_VERSION) {
-            return oss::verify_v2_query(parts, &query, lookup, now, vhost_bucket).await;
-        }
-        return oss::verify_v4_query(parts, &query, lookup, now, vhost_bucket).await;
-    }
-    if oss_v1_query {
-        return oss::verify_v1_query(parts, &query, lookup, now, vhost_bucket).await;
+    if other_query {
+        return other.verify_query(request).await;
     }
     // Anonymous access (bucket policies / ACLs) is not supported yet.
     Err(S3Error::AccessDenied("Access Denied".into()))
@@ -348,7 +410,7 @@ async fn verify_signature(
 
 /// One `k[=v]` pair of the query string, kept both as sent and decoded.
 #[derive(Clone, Debug)]
-pub(crate) struct QueryParam {
+pub struct QueryParam {
     /// Decoded name (percent-decoding only: `+` stays `+`, as AWS signs it).
     pub key: String,
     /// Decoded value; empty when absent.

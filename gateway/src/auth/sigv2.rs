@@ -13,7 +13,7 @@ use super::{
     AuthOutcome, AuthScheme, QueryParam, SecretLookup, SignedHeaders,
 };
 use crate::error::S3Error;
-use crate::s3::router::is_operation_param;
+use crate::router::is_operation_param;
 
 /// Sub-resources that are part of the canonical resource: botocore's
 /// `HmacV1Auth.QSAOfInterest` (botocore/auth.py), which matches S3's list.

@@ -2,7 +2,7 @@
 //! `x-godwit-*` header must be signed, SigV4 must sign `host`, the
 //! HMAC-SHA1 schemes count every operation-selecting parameter as a
 //! sub-resource, and no date a client sends can panic the verifier.
-//! (The OSS SDKs' captured requests get the same checks in `oss_tests`.)
+//! (The OSS SDKs' captured requests get the same checks in `oss::auth_tests`.)
 
 use std::time::Duration;
 

@@ -6,6 +6,8 @@
 //! a consumer that commits only after seeing `None` never commits a body
 //! that was truncated, tampered with or mis-signed.
 
+#[cfg(test)]
+mod botocore_tests;
 pub mod checksum;
 mod chunked;
 pub mod reclaim;

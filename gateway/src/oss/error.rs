@@ -15,8 +15,8 @@ use base64::Engine;
 use http::{HeaderValue, StatusCode};
 use serde::Serialize;
 
+use crate::api::ApiError;
 use crate::error::S3Error;
-use crate::s3::ApiError;
 
 /// EC for errors whose real OSS value is not known to us: a stable,
 /// recognisably non-OSS value, so that a client logging EC does not point
@@ -129,7 +129,7 @@ pub fn response(e: ApiError, site: &ErrorSite<'_>, is_head: bool) -> Response {
         }
         r
     } else {
-        crate::s3::xml_response(status, doc)
+        crate::api::xml_response(status, doc)
     };
     *resp.status_mut() = status;
     if status != StatusCode::NOT_MODIFIED {

@@ -1,24 +1,27 @@
-//! Operations whose OSS answer differs from S3's in shape: listings,
-//! bucket descriptions (ListBuckets, location, GetBucketInfo,
-//! GetBucketStat), ACLs, and the OSS-only object headers
-//! (`x-oss-hash-crc64ecma`, `x-oss-object-type`, `x-oss-storage-class`).
-//! The data path itself (PUT, GET, multipart) is the shared S3 handlers'.
+//! OSS's answers where they differ from S3's in shape: the renderings of
+//! `api`'s typed results (ListBuckets, GetBucketLocation, the ACLs,
+//! ListMultipartUploads, the DeleteObjects result), the listings and
+//! ListParts (which read OSS's `encoding-type` rules), the OSS-only
+//! bucket descriptions (GetBucketInfo, GetBucketStat), and the OSS-only
+//! object headers (`x-oss-hash-crc64ecma`, `x-oss-object-type`,
+//! `x-oss-storage-class`, added by `wire` from the handlers'
+//! `ObjectFacts`). The data path itself (PUT, GET, multipart) is `api`'s.
 
 use axum::response::Response;
-use godwit_common::types::{
-    ListObjectsQuery, ListUploadsQuery, ObjectVersion, PartRecord, VersioningState,
-};
+use godwit_common::types::{ListObjectsQuery, ListUploadsQuery, ObjectVersion, VersioningState};
 use http::{HeaderMap, StatusCode};
 
 use super::xml::*;
-use crate::error::S3Error;
-use crate::s3::list::{
+use crate::api::bucket::{BucketAcl, BucketList, BucketLocation};
+use crate::api::delete_objects::DeleteOutcome;
+use crate::api::list::{
     encode_token, fetch_v1, non_empty, parse_encoding, Enc, Listing, V1Listing, V2Query,
     VersionsQuery,
 };
-use crate::s3::multipart::{fetch_uploads, PartsQuery, UploadsListing};
-use crate::s3::{set_header, xml_response, ApiResult, Ctx};
-use crate::xml::requests::{CompleteMultipartUpload, CompletePart};
+use crate::api::multipart::{PartsListing, PartsQuery, UploadsListing};
+use crate::api::object::ObjectAcl;
+use crate::api::{set_header, xml_response, ApiResult, Ctx, ObjectFacts};
+use crate::error::S3Error;
 use crate::xml::{quote_etag, render};
 
 /// Pages read per GetBucketStat walk step.
@@ -27,10 +30,14 @@ const STAT_PAGE: usize = 1000;
 /// `Normal` for a simple upload, `Multipart` for a completed multipart
 /// upload (`x-oss-object-type`, listing `Type`).
 pub fn object_type(v: &ObjectVersion) -> &'static str {
-    if v.parts.is_empty() {
-        "Normal"
-    } else {
+    type_name(!v.parts.is_empty())
+}
+
+fn type_name(multipart: bool) -> &'static str {
+    if multipart {
         "Multipart"
+    } else {
+        "Normal"
     }
 }
 
@@ -41,83 +48,18 @@ pub fn set_crc64(out: &mut HeaderMap, crc: Option<u64>) {
     }
 }
 
-/// The OSS headers of an object on GET/HEAD. The CRC describes the whole
-/// object, so a ranged read (`whole == false`) goes without it.
-pub fn object_headers(out: &mut HeaderMap, v: &ObjectVersion, whole: bool) {
-    set_header(out, "x-oss-object-type", object_type(v));
-    set_header(out, "x-oss-storage-class", STANDARD);
-    if whole {
-        set_crc64(out, v.checksums.crc64ecma);
+/// The OSS headers of an object answer, from what its handler says about
+/// it: the CRC-64 of what was written, or on GET/HEAD the object's type
+/// and class and its CRC-64 (which a ranged read goes without).
+pub fn object_headers(out: &mut HeaderMap, facts: ObjectFacts) {
+    match facts {
+        ObjectFacts::Written { crc64 } => set_crc64(out, crc64),
+        ObjectFacts::Read { multipart, crc64 } => {
+            set_header(out, "x-oss-object-type", type_name(multipart));
+            set_header(out, "x-oss-storage-class", STANDARD);
+            set_crc64(out, crc64);
+        }
     }
-}
-
-/// Checks an upload's `x-oss-hash-crc64ecma` (an unsigned decimal, as
-/// oss2 and the v2 SDK send it) against the CRC computed while the body
-/// streamed: a mismatch is a corrupted body (BadDigest, InvalidDigest to
-/// an OSS client) and nothing is committed.
-pub fn check_client_crc64(headers: &HeaderMap, computed: Option<u64>) -> Result<(), S3Error> {
-    let Some(raw) = headers.get("x-oss-hash-crc64ecma") else {
-        return Ok(());
-    };
-    let given: u64 = raw
-        .to_str()
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| {
-            S3Error::InvalidArgument("x-oss-hash-crc64ecma must be an unsigned decimal.".into())
-        })?;
-    if computed != Some(given) {
-        return Err(S3Error::BadDigest(
-            "The CRC64 you specified did not match the calculated checksum.".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// The CRC-64/XZ of a multipart object from its parts' CRCs and sizes in
-/// the completed order; None when a part has none (written before CRCs
-/// were kept).
-pub fn combined_crc64<'a>(parts: impl IntoIterator<Item = (Option<u64>, u64)> + 'a) -> Option<u64> {
-    let mut acc: Option<u64> = None;
-    for (crc, size) in parts {
-        let crc = crc?;
-        acc = Some(match acc {
-            None => crc,
-            Some(a) => crate::body::checksum::crc64xz_combine(a, crc, size),
-        });
-    }
-    Some(acc.unwrap_or(0))
-}
-
-/// The part list of a CompleteMultipartUpload sent with
-/// `x-oss-complete-all: yes`: every uploaded part in order. OSS refuses a
-/// body alongside the header.
-pub fn complete_all(
-    body: &[u8],
-    stored: &[PartRecord],
-) -> Result<CompleteMultipartUpload, S3Error> {
-    if !body.iter().all(u8::is_ascii_whitespace) {
-        return Err(S3Error::InvalidArgument(
-            "x-oss-complete-all cannot be used with a part list in the body.".into(),
-        ));
-    }
-    if stored.is_empty() {
-        return Err(S3Error::InvalidPart("The upload has no parts.".into()));
-    }
-    Ok(CompleteMultipartUpload {
-        parts: stored
-            .iter()
-            .map(|p| CompletePart {
-                part_number: p.number,
-                etag: p.etag.clone(),
-                crc32: None,
-                crc32c: None,
-                crc64nvme: None,
-                sha1: None,
-                sha256: None,
-            })
-            .collect(),
-    })
 }
 
 /// The endpoint clients reached this gateway at: what OSS reports as a
@@ -130,15 +72,15 @@ fn doc(root: &str, value: &impl serde::Serialize) -> Result<Response, S3Error> {
     Ok(xml_response(StatusCode::OK, render(root, value)?))
 }
 
-pub async fn list_buckets(ctx: &Ctx) -> ApiResult {
-    let buckets = ctx.gw.meta.list_buckets().await?;
+pub fn list_buckets(ctx: &Ctx, list: BucketList) -> Result<Response, S3Error> {
     let ep = endpoint(ctx);
-    Ok(doc(
+    doc(
         "ListAllMyBucketsResult",
         &ListAllMyBucketsResult {
-            owner: Owner::new(ctx.owner()),
+            owner: Owner::new(&list.owner),
             buckets: Buckets {
-                bucket: buckets
+                bucket: list
+                    .buckets
                     .into_iter()
                     .map(|b| BucketEntry {
                         creation_date: iso8601_s(b.created_ms),
@@ -152,17 +94,16 @@ pub async fn list_buckets(ctx: &Ctx) -> ApiResult {
                     .collect(),
             },
         },
-    )?)
+    )
 }
 
-pub async fn get_location(ctx: &Ctx) -> ApiResult {
-    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    Ok(doc(
+pub fn location_constraint(loc: BucketLocation) -> Result<Response, S3Error> {
+    doc(
         "LocationConstraint",
         &LocationConstraint {
-            location: location(&bucket.region),
+            location: location(&loc.region),
         },
-    )?)
+    )
 }
 
 pub async fn get_bucket_info(ctx: &Ctx) -> ApiResult {
@@ -273,47 +214,22 @@ pub async fn get_bucket_stat(ctx: &Ctx) -> ApiResult {
 }
 
 /// Godwit has no ACLs: buckets are private, objects follow their bucket.
-pub async fn get_bucket_acl(ctx: &Ctx) -> ApiResult {
-    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    let owner = if bucket.owner.is_empty() {
-        ctx.owner()
-    } else {
-        &bucket.owner
-    };
-    Ok(doc(
+pub fn bucket_acl(acl: BucketAcl) -> Result<Response, S3Error> {
+    acl_policy(&acl.owner, "private")
+}
+
+pub fn object_acl(acl: ObjectAcl) -> Result<Response, S3Error> {
+    acl_policy(&acl.owner, "default")
+}
+
+fn acl_policy(owner: &str, grant: &'static str) -> Result<Response, S3Error> {
+    doc(
         "AccessControlPolicy",
         &AccessControlPolicy {
             owner: Owner::new(owner),
-            acl: AccessControlList { grant: "private" },
+            acl: AccessControlList { grant },
         },
-    )?)
-}
-
-pub async fn get_object_acl(ctx: &Ctx) -> ApiResult {
-    let version_id = ctx.query.get("versionId");
-    let obj = ctx
-        .gw
-        .meta
-        .get_object(ctx.bucket(), ctx.key(), version_id)
-        .await?;
-    if obj.version.is_delete_marker {
-        return Err(crate::s3::object::delete_marker_error(
-            &obj.version,
-            version_id.is_some(),
-        ));
-    }
-    let owner = if obj.version.owner.is_empty() {
-        ctx.owner().to_string()
-    } else {
-        obj.version.owner.clone()
-    };
-    Ok(doc(
-        "AccessControlPolicy",
-        &AccessControlPolicy {
-            owner: Owner::new(&owner),
-            acl: AccessControlList { grant: "default" },
-        },
-    )?)
+    )
 }
 
 fn entry(v: &ObjectVersion, enc: &Enc, owner: bool) -> ObjectEntry {
@@ -459,8 +375,11 @@ pub async fn list_versions(ctx: &Ctx) -> ApiResult {
 pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> ApiResult {
     let q = PartsQuery::parse(&ctx.query)?;
     let enc = Enc(parse_encoding(&ctx.query)?);
-    let (upload, page) = q.fetch(ctx, upload_id).await?;
-    let PartsQuery { max_parts, marker } = q;
+    let PartsListing {
+        query: PartsQuery { max_parts, marker },
+        upload,
+        page,
+    } = q.fetch(ctx, upload_id).await?;
     let last = page.parts.last().map(|p| p.number).unwrap_or(marker);
     let next = if page.is_truncated {
         page.next_part_number_marker.unwrap_or(last)
@@ -496,11 +415,8 @@ pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> ApiResult {
 
 /// The DeleteMultipleObjects answer for OSS: keys URL-encoded when the
 /// request asked for `encoding-type=url`.
-pub fn delete_result(
-    ctx: &Ctx,
-    deleted: Vec<crate::xml::responses::Deleted>,
-    errors: Vec<crate::xml::responses::DeleteError>,
-) -> Result<Response, S3Error> {
+pub fn delete_result(ctx: &Ctx, outcome: DeleteOutcome) -> Result<Response, S3Error> {
+    let DeleteOutcome { deleted, errors } = outcome;
     let enc = Enc(parse_encoding(&ctx.query)?);
     doc(
         "DeleteResult",
@@ -524,13 +440,13 @@ pub fn delete_result(
     )
 }
 
-pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
+pub(crate) fn list_uploads(ctx: &Ctx, listing: UploadsListing) -> Result<Response, S3Error> {
     let UploadsListing {
         list,
         key_marker,
         upload_id_marker,
         page,
-    } = fetch_uploads(ctx).await?;
+    } = listing;
     let Listing {
         max: max_uploads,
         enc,
@@ -545,7 +461,7 @@ pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
     } else {
         (String::new(), String::new())
     };
-    Ok(doc(
+    doc(
         "ListMultipartUploadsResult",
         &ListMultipartUploadsResult {
             bucket: ctx.bucket().to_string(),
@@ -570,7 +486,7 @@ pub async fn list_uploads(ctx: &Ctx) -> ApiResult {
                 .collect(),
             common_prefixes: enc.prefixes(&page.common_prefixes),
         },
-    )?)
+    )
 }
 
 #[cfg(test)]
@@ -613,50 +529,26 @@ mod tests {
     #[test]
     fn object_headers_name_type_class_and_whole_crc() {
         let mut out = HeaderMap::new();
-        object_headers(
-            &mut out,
-            &version(0, Some(11_051_210_869_376_104_954)),
-            true,
-        );
+        let whole = ObjectFacts::Read {
+            multipart: false,
+            crc64: Some(11_051_210_869_376_104_954),
+        };
+        object_headers(&mut out, whole);
         assert_eq!(out["x-oss-object-type"], "Normal");
         assert_eq!(out["x-oss-storage-class"], "Standard");
         assert_eq!(out["x-oss-hash-crc64ecma"], "11051210869376104954");
         let mut out = HeaderMap::new();
-        object_headers(&mut out, &version(2, Some(5)), false);
+        let ranged = ObjectFacts::Read {
+            multipart: true,
+            crc64: None,
+        };
+        object_headers(&mut out, ranged);
         assert_eq!(out["x-oss-object-type"], "Multipart");
         assert!(out.get("x-oss-hash-crc64ecma").is_none());
-    }
-
-    #[test]
-    fn client_crc64_is_checked() {
-        use crate::body::checksum::crc64xz;
-        let crc = crc64xz(b"hello");
-        let mut h = HeaderMap::new();
-        assert!(check_client_crc64(&h, Some(crc)).is_ok());
-        h.insert("x-oss-hash-crc64ecma", crc.to_string().parse().unwrap());
-        assert!(check_client_crc64(&h, Some(crc)).is_ok());
-        h.insert(
-            "x-oss-hash-crc64ecma",
-            (crc ^ 1).to_string().parse().unwrap(),
-        );
-        assert!(matches!(
-            check_client_crc64(&h, Some(crc)),
-            Err(S3Error::BadDigest(_))
-        ));
-        h.insert("x-oss-hash-crc64ecma", "-1".parse().unwrap());
-        assert!(matches!(
-            check_client_crc64(&h, Some(crc)),
-            Err(S3Error::InvalidArgument(_))
-        ));
-    }
-
-    #[test]
-    fn multipart_crc_combines_parts_in_order() {
-        use crate::body::checksum::crc64xz;
-        let parts: [&[u8]; 3] = [b"1234", b"567", b"89"];
-        let whole = combined_crc64(parts.iter().map(|p| (Some(crc64xz(p)), p.len() as u64)));
-        assert_eq!(whole, Some(crc64xz(b"123456789")));
-        assert_eq!(combined_crc64([(Some(1), 1), (None, 2)]), None);
+        let mut out = HeaderMap::new();
+        object_headers(&mut out, ObjectFacts::Written { crc64: Some(7) });
+        assert_eq!(out["x-oss-hash-crc64ecma"], "7");
+        assert!(out.get("x-oss-object-type").is_none());
     }
 
     #[test]

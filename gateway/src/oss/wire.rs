@@ -12,6 +12,8 @@ use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::api::{DialectRules, ObjectFacts, XmlDoc};
+use crate::dialect::Dialect;
 use crate::xml::S3_NS;
 
 /// Request headers whose OSS name maps onto an S3 one the handlers read
@@ -70,25 +72,47 @@ fn copy_source_value(value: &HeaderValue) -> HeaderValue {
 }
 
 /// `x-oss-forbid-overwrite: true`: the write must not replace an object.
-pub fn forbids_overwrite(headers: &HeaderMap) -> bool {
+fn forbids_overwrite(headers: &HeaderMap) -> bool {
     headers
         .get("x-oss-forbid-overwrite")
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"))
 }
 
 /// `x-oss-complete-all: yes` on CompleteMultipartUpload: complete with
-/// every uploaded part, in part-number order, instead of a listed set.
-pub fn completes_all(headers: &HeaderMap) -> bool {
+/// every uploaded part, in part-number order, instead of a listed set;
+/// with the message OSS refuses a part list in the body with.
+fn completes_all(headers: &HeaderMap) -> Option<&'static str> {
     headers
         .get("x-oss-complete-all")
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"yes"))
+        .then_some("x-oss-complete-all cannot be used with a part list in the body.")
 }
 
-/// Marks a response whose body is an XML document the gateway rendered
-/// (set by `s3::xml_response`), so that OSS responses can drop the S3
-/// namespace without touching object bodies.
-#[derive(Clone, Copy, Debug)]
-pub struct XmlDoc;
+/// `x-oss-hash-crc64ecma` of an upload, an unsigned decimal as oss2 and
+/// the v2 SDK send it, or the message its malformed value earns.
+fn body_crc64(headers: &HeaderMap) -> Option<Result<u64, &'static str>> {
+    let raw = headers.get("x-oss-hash-crc64ecma")?;
+    Some(
+        raw.to_str()
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or("x-oss-hash-crc64ecma must be an unsigned decimal."),
+    )
+}
+
+/// What the OSS headers of a request ask of the neutral handlers. The
+/// client's CRC-64, forbid-overwrite and complete-all are honoured
+/// whichever dialect the request speaks (an AWS-signed request that
+/// signs them gets them, as it always has); OSS's smaller part minimum
+/// is for OSS clients only.
+pub fn rules(headers: &HeaderMap, dialect: Dialect) -> DialectRules {
+    DialectRules {
+        body_crc64: body_crc64(headers),
+        forbid_overwrite: forbids_overwrite(headers),
+        complete_all: completes_all(headers),
+        min_part_size: dialect.is_oss().then_some(super::OSS_MIN_PART_SIZE),
+    }
+}
 
 /// S3 response headers with no OSS counterpart: dropped from OSS answers.
 fn dropped(name: &str) -> bool {
@@ -100,11 +124,15 @@ fn dropped(name: &str) -> bool {
 }
 
 /// Finishes an OSS response: `x-amz-*` headers renamed `x-oss-*` (or
-/// dropped when OSS has no such header), `x-oss-request-id` and
+/// dropped when OSS has no such header), the OSS object headers added
+/// from the handler's `ObjectFacts`, `x-oss-request-id` and
 /// `Server: AliyunOSS` added, and the S3 namespace removed from a rendered
 /// XML document (oss2's parser finds no element of a namespaced document).
 pub async fn finish(resp: Response, request_id: &str) -> Response {
     let (mut head, body) = resp.into_parts();
+    if let Some(facts) = head.extensions.get::<ObjectFacts>().copied() {
+        super::ops::object_headers(&mut head.headers, facts);
+    }
     let renamed: Vec<(String, HeaderValue)> = head
         .headers
         .iter()
@@ -128,7 +156,7 @@ pub async fn finish(resp: Response, request_id: &str) -> Response {
         .insert(http::header::SERVER, HeaderValue::from_static("AliyunOSS"));
 
     let body = if head.extensions.get::<XmlDoc>().is_some() {
-        match axum::body::to_bytes(body, crate::s3::MAX_XML_BODY * 64).await {
+        match axum::body::to_bytes(body, crate::api::MAX_XML_BODY * 64).await {
             Ok(bytes) => {
                 let text = String::from_utf8_lossy(&bytes);
                 let attr = format!(" xmlns=\"{S3_NS}\"");
@@ -188,11 +216,49 @@ mod tests {
         alias_request_headers(&mut h);
         assert_eq!(h["x-amz-copy-source"], "/src/dir%2Fa%20b%2Bc");
         let src =
-            crate::s3::copy::parse_copy_source(h["x-amz-copy-source"].to_str().unwrap()).unwrap();
+            crate::api::copy::parse_copy_source(h["x-amz-copy-source"].to_str().unwrap()).unwrap();
         assert_eq!(
             (src.bucket.as_str(), src.key.as_str()),
             ("src", "dir/a b+c")
         );
+    }
+
+    #[test]
+    fn rules_read_the_oss_headers() {
+        let h = headers(&[
+            ("x-oss-hash-crc64ecma", "42"),
+            ("x-oss-forbid-overwrite", "TRUE"),
+            ("x-oss-complete-all", "yes"),
+        ]);
+        let r = rules(&h, Dialect::Oss);
+        assert_eq!(r.body_crc64, Some(Ok(42)));
+        assert!(r.forbid_overwrite && r.complete_all.is_some());
+        assert_eq!(r.min_part_size, Some(super::super::OSS_MIN_PART_SIZE));
+        assert_eq!(rules(&h, Dialect::S3).min_part_size, None);
+        let r = rules(&headers(&[("x-oss-hash-crc64ecma", "-1")]), Dialect::Oss);
+        assert!(matches!(r.body_crc64, Some(Err(_))));
+        assert!(!r.forbid_overwrite && r.complete_all.is_none());
+    }
+
+    #[test]
+    fn client_crc64_is_checked() {
+        use crate::body::checksum::crc64xz;
+        use crate::error::S3Error;
+        let crc = crc64xz(b"hello");
+        let check = |h: &HeaderMap| rules(h, Dialect::Oss).check_body_crc64(Some(crc));
+        assert!(check(&HeaderMap::new()).is_ok());
+        assert!(check(&headers(&[("x-oss-hash-crc64ecma", &crc.to_string())])).is_ok());
+        assert!(matches!(
+            check(&headers(&[(
+                "x-oss-hash-crc64ecma",
+                &(crc ^ 1).to_string()
+            )])),
+            Err(S3Error::BadDigest(_))
+        ));
+        assert!(matches!(
+            check(&headers(&[("x-oss-hash-crc64ecma", "-1")])),
+            Err(S3Error::InvalidArgument(_))
+        ));
     }
 
     #[test]
@@ -207,7 +273,7 @@ mod tests {
         let xml = format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<InitiateMultipartUploadResult xmlns=\"{S3_NS}\"><UploadId>u</UploadId></InitiateMultipartUploadResult>"
         );
-        let mut resp = crate::s3::xml_response(http::StatusCode::OK, xml);
+        let mut resp = crate::api::xml_response(http::StatusCode::OK, xml);
         let h = resp.headers_mut();
         h.insert("x-amz-version-id", HeaderValue::from_static("v1"));
         h.insert("x-amz-meta-color", HeaderValue::from_static("blue"));

@@ -1,52 +1,24 @@
-//! Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
-//! GetBucketLocation, Get/PutBucketVersioning, GetBucketAcl.
+//! The S3 documents of ListBuckets and GetBucketLocation, from the typed
+//! results of `api::bucket`.
 
-use axum::body::Body;
-use godwit_common::types::VersioningState;
+use axum::response::Response;
 use http::StatusCode;
 
-use super::{empty_response, read_small_body, set_header, xml_response, ApiResult, Ctx};
+use crate::api::bucket::{BucketList, BucketLocation, US_EAST_1};
+use crate::api::xml_response;
 use crate::error::S3Error;
-use crate::xml::requests::{parse_create_bucket, parse_versioning};
-use crate::xml::responses::*;
+use crate::xml::responses::{
+    BucketEntry, Buckets, ListAllMyBucketsResult, LocationConstraint, Ns, Owner,
+};
 use crate::xml::{iso8601_ms, render};
 
-/// The region whose LocationConstraint is written empty.
-const US_EAST_1: &str = "us-east-1";
-/// Configuration bodies are tiny.
-const MAX_CONFIG_BODY: usize = 64 * 1024;
-
-/// S3's bucket naming rules
-/// (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
-pub fn validate_bucket_name(name: &str) -> Result<(), S3Error> {
-    let bytes = name.as_bytes();
-    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let valid = (3..=63).contains(&bytes.len())
-        && bytes.iter().all(|&c| alnum(c) || c == b'.' || c == b'-')
-        && alnum(bytes[0])
-        && alnum(bytes[bytes.len() - 1])
-        && !name.contains("..")
-        && name.parse::<std::net::Ipv4Addr>().is_err()
-        && !["xn--", "sthree-", "amzn-s3-demo-"]
-            .iter()
-            .any(|p| name.starts_with(p))
-        && !["-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"]
-            .iter()
-            .any(|s| name.ends_with(s));
-    if valid {
-        Ok(())
-    } else {
-        Err(S3Error::InvalidBucketName)
-    }
-}
-
-pub async fn list_buckets(ctx: &Ctx) -> ApiResult {
-    let buckets = ctx.gw.meta.list_buckets().await?;
+pub fn list_buckets(list: BucketList) -> Result<Response, S3Error> {
     let doc = ListAllMyBucketsResult {
         xmlns: Ns::default(),
-        owner: Owner::new(ctx.owner()),
+        owner: Owner::new(&list.owner),
         buckets: Buckets {
-            bucket: buckets
+            bucket: list
+                .buckets
                 .into_iter()
                 .map(|b| BucketEntry {
                     name: b.name,
@@ -62,57 +34,13 @@ pub async fn list_buckets(ctx: &Ctx) -> ApiResult {
     ))
 }
 
-/// Whether a CreateBucket's LocationConstraint fits this region: absent
-/// means "here"; an empty one is us-east-1's way of saying the same.
-pub fn location_ok(constraint: Option<&str>, region: &str) -> bool {
-    match constraint.map(str::trim) {
-        None => true,
-        Some("") => region == US_EAST_1,
-        Some(c) => c == region,
-    }
-}
-
-pub async fn create_bucket(ctx: &Ctx, body: Body) -> ApiResult {
-    let name = ctx.bucket();
-    validate_bucket_name(name)?;
-    if ctx
-        .header("x-amz-bucket-object-lock-enabled")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-    {
-        return Err(S3Error::NotImplemented.into());
-    }
-    let body = read_small_body(ctx, body, MAX_CONFIG_BODY).await?;
-    let config = parse_create_bucket(&body.bytes)?;
-    let region = &ctx.gw.cfg.region;
-    if !location_ok(config.location_constraint.as_deref(), region) {
-        return Err(S3Error::InvalidLocationConstraint.into());
-    }
-    ctx.gw.meta.create_bucket(name, region, ctx.owner()).await?;
-    ctx.gw.buckets.invalidate(name);
-    let mut resp = empty_response(StatusCode::OK);
-    set_header(resp.headers_mut(), "location", &format!("/{name}"));
-    Ok(resp)
-}
-
-pub async fn head_bucket(ctx: &Ctx) -> ApiResult {
-    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    let mut resp = empty_response(StatusCode::OK);
-    set_header(resp.headers_mut(), "x-amz-bucket-region", &bucket.region);
-    Ok(resp)
-}
-
-pub async fn delete_bucket(ctx: &Ctx) -> ApiResult {
-    ctx.gw.meta.delete_bucket(ctx.bucket()).await?;
-    ctx.gw.buckets.invalidate(ctx.bucket());
-    Ok(empty_response(StatusCode::NO_CONTENT))
-}
-
-pub async fn get_location(ctx: &Ctx) -> ApiResult {
-    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    let region = if bucket.region == US_EAST_1 {
+/// S3 writes us-east-1's LocationConstraint empty (a legacy of the
+/// original region); every other region by name.
+pub fn location(location: BucketLocation) -> Result<Response, S3Error> {
+    let region = if location.region == US_EAST_1 {
         String::new()
     } else {
-        bucket.region
+        location.region
     };
     let doc = LocationConstraint {
         xmlns: Ns::default(),
@@ -122,117 +50,4 @@ pub async fn get_location(ctx: &Ctx) -> ApiResult {
         StatusCode::OK,
         render("LocationConstraint", &doc)?,
     ))
-}
-
-pub async fn get_versioning(ctx: &Ctx) -> ApiResult {
-    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    let status = match bucket.versioning {
-        VersioningState::Unversioned => None,
-        VersioningState::Enabled => Some("Enabled".to_string()),
-        VersioningState::Suspended => Some("Suspended".to_string()),
-    };
-    let doc = VersioningConfiguration {
-        xmlns: Ns::default(),
-        status,
-    };
-    Ok(xml_response(
-        StatusCode::OK,
-        render("VersioningConfiguration", &doc)?,
-    ))
-}
-
-pub async fn put_versioning(ctx: &Ctx, body: Body) -> ApiResult {
-    let body = read_small_body(ctx, body, MAX_CONFIG_BODY).await?;
-    let config = parse_versioning(&body.bytes)?;
-    if config.mfa_delete.as_deref().is_some_and(|m| m == "Enabled") {
-        return Err(S3Error::NotImplemented.into());
-    }
-    let state = match config.status.as_deref().map(str::trim) {
-        Some("Enabled") => VersioningState::Enabled,
-        Some("Suspended") => VersioningState::Suspended,
-        // No Status: nothing to change (S3 accepts it).
-        None => {
-            ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-            return Ok(empty_response(StatusCode::OK));
-        }
-        Some(_) => return Err(S3Error::MalformedXML.into()),
-    };
-    ctx.gw.meta.set_versioning(ctx.bucket(), state).await?;
-    // This gateway's own "null" version headers follow at once; other
-    // gateways within `bucket_cache::BUCKET_TTL`.
-    ctx.gw.buckets.invalidate(ctx.bucket());
-    Ok(empty_response(StatusCode::OK))
-}
-
-/// Godwit has no ACLs: the owner has FULL_CONTROL, as S3 reports for a
-/// bucket with the default (private) ACL.
-pub async fn get_bucket_acl(ctx: &Ctx) -> ApiResult {
-    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    let owner = if bucket.owner.is_empty() {
-        ctx.owner().to_string()
-    } else {
-        bucket.owner
-    };
-    let doc = AccessControlPolicy::owner_full_control(&owner);
-    Ok(xml_response(
-        StatusCode::OK,
-        render("AccessControlPolicy", &doc)?,
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn valid_bucket_names() {
-        for name in [
-            "abc",
-            "my-bucket",
-            "my.bucket.1",
-            "a1b",
-            &"a".repeat(63),
-            "192.168.5",
-            "1-2-3",
-        ] {
-            assert!(validate_bucket_name(name).is_ok(), "{name}");
-        }
-    }
-
-    #[test]
-    fn invalid_bucket_names() {
-        for name in [
-            "ab",
-            &"a".repeat(64),
-            "My-Bucket",
-            "my_bucket",
-            "-abc",
-            "abc-",
-            ".abc",
-            "abc.",
-            "a..b",
-            "192.168.5.4",
-            "xn--abc",
-            "abc-s3alias",
-            "abc--ol-s3",
-            "a b",
-            "",
-        ] {
-            assert!(
-                matches!(validate_bucket_name(name), Err(S3Error::InvalidBucketName)),
-                "{name}"
-            );
-        }
-    }
-
-    #[test]
-    fn location_constraint_must_name_this_region() {
-        assert!(location_ok(None, "us-east-1"));
-        assert!(location_ok(Some(""), "us-east-1"));
-        assert!(location_ok(Some("us-east-1"), "us-east-1"));
-        assert!(!location_ok(Some("eu-west-1"), "us-east-1"));
-        assert!(location_ok(None, "eu-west-1"));
-        assert!(location_ok(Some("eu-west-1"), "eu-west-1"));
-        assert!(!location_ok(Some(""), "eu-west-1"));
-    }
 }

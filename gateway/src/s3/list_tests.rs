@@ -1,4 +1,4 @@
-//! Listing parameters and the XML of listing results.
+//! The XML of S3's listing results.
 
 use super::*;
 use godwit_common::types::{Checksums, ObjectData};
@@ -26,49 +26,6 @@ fn obj(key: &str, version_id: &str, latest: bool, marker: bool) -> ObjectVersion
         replication_status: None,
         replica_of: None,
     }
-}
-
-#[test]
-fn max_keys_defaults_caps_and_rejects() {
-    assert_eq!(parse_max(&Query::parse(None), "max-keys").unwrap(), 1000);
-    assert_eq!(
-        parse_max(&Query::parse(Some("max-keys=5000")), "max-keys").unwrap(),
-        1000
-    );
-    assert_eq!(
-        parse_max(&Query::parse(Some("max-keys=0")), "max-keys").unwrap(),
-        0
-    );
-    assert_eq!(
-        parse_max(&Query::parse(Some("max-keys=7")), "max-keys").unwrap(),
-        7
-    );
-    for bad in ["max-keys=-1", "max-keys=abc", "max-keys="] {
-        assert!(
-            matches!(
-                parse_max(&Query::parse(Some(bad)), "max-keys"),
-                Err(S3Error::InvalidArgument(_))
-            ),
-            "{bad}"
-        );
-    }
-}
-
-#[test]
-fn encoding_type_is_url_or_nothing() {
-    assert!(!parse_encoding(&Query::parse(None)).unwrap());
-    assert!(parse_encoding(&Query::parse(Some("encoding-type=url"))).unwrap());
-    assert!(parse_encoding(&Query::parse(Some("encoding-type=base64"))).is_err());
-}
-
-#[test]
-fn continuation_tokens_round_trip() {
-    for key in ["a", "dir/sub/key with space", "ключ"] {
-        assert_eq!(decode_token(&encode_token(key)).unwrap(), key);
-    }
-    assert!(
-        matches!(decode_token("***"), Err(S3Error::InvalidArgument(m)) if m.contains("continuation token"))
-    );
 }
 
 #[test]

@@ -14,7 +14,7 @@ use godwit_common::net::s3_remote::{resolve_destination, ResolveError};
 use godwit_common::types::VersioningState;
 use http::StatusCode;
 
-use super::{
+use crate::api::{
     empty_response, read_small_body, require_integrity, xml_response, ApiResult, Ctx, MAX_XML_BODY,
 };
 use crate::error::S3Error;

@@ -2,7 +2,6 @@
 //! Responses carry the S3 namespace on their root element (as AWS sends
 //! them); error bodies do not.
 
-pub mod oss_replication;
 pub mod replication;
 pub mod requests;
 pub mod responses;

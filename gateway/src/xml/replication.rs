@@ -192,7 +192,7 @@ fn opt_enabled(s: &Option<StatusIn>) -> Result<Option<bool>, S3Error> {
 /// The bucket name of `arn:aws:s3:::NAME`.
 pub fn bucket_of_arn(arn: &str) -> Result<String, S3Error> {
     let name = arn.trim().strip_prefix(BUCKET_ARN_PREFIX).unwrap_or("");
-    if crate::s3::bucket::validate_bucket_name(name).is_err() {
+    if crate::names::validate_bucket_name(name).is_err() {
         return Err(S3Error::InvalidArgument(format!(
             "Invalid destination bucket ARN: '{arn}'. It must be arn:aws:s3:::<bucket name>."
         )));
@@ -390,7 +390,7 @@ fn parse_rule(r: RuleIn) -> Result<ReplicationRule, S3Error> {
 }
 
 /// Whether the document's root element is `<name>` (serde ignores it).
-pub(super) fn root_is(body: &[u8], name: &str) -> bool {
+pub(crate) fn root_is(body: &[u8], name: &str) -> bool {
     let mut reader = quick_xml::Reader::from_reader(body);
     loop {
         match reader.read_event() {

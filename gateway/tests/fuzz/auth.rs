@@ -1,7 +1,8 @@
-//! Request authentication (`auth::authenticate_with_bucket`): AWS SigV4
+//! Request authentication (`godwit_gateway::authenticate`): AWS SigV4
 //! header and presigned, SigV2 header and presigned, OSS V1, V4 and OSS2,
 //! seeded with the requests botocore, oss2 and alibabacloud-oss-v2 signed
-//! in `auth/testdata` (the fixtures of `botocore_tests` and `oss_tests`).
+//! in `auth/testdata` and `oss/testdata` (the fixtures of `body::botocore_tests`
+//! and `oss::auth_tests`).
 //!
 //! Properties: no panic on any edit of a captured request (URI, a header
 //! value, an added or removed header, the clock); every request the
@@ -19,7 +20,8 @@ use aws_sigv4::http_request::{
     SignatureLocation, SigningSettings, UriPathNormalizationMode,
 };
 use aws_sigv4::sign::v4;
-use godwit_gateway::auth::{authenticate_with_bucket, AuthOutcome, SecretLookup};
+use godwit_gateway::auth::{AuthOutcome, SecretLookup};
+use godwit_gateway::authenticate as authenticate_with_bucket;
 use godwit_gateway::error::S3Error;
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use proptest::prelude::*;
@@ -29,7 +31,7 @@ use time::OffsetDateTime;
 use crate::mutate::{self, Edit};
 
 const BOTOCORE: &str = include_str!("../../src/auth/testdata/botocore_requests.json");
-const OSS: &str = include_str!("../../src/auth/testdata/oss_requests.json");
+const OSS: &str = include_str!("../../src/oss/testdata/oss_requests.json");
 
 /// A fixed key table, as the unit tests' `test_support::Keys`.
 struct Keys(HashMap<String, String>);

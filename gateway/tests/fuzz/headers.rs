@@ -5,11 +5,14 @@
 //! source. Properties: no panic; a resolved range lies inside the object;
 //! `bytes=a-b` parses back to `(a, b)`.
 
+use godwit_gateway::api::conditions::{Conditions, WriteConditions};
+use godwit_gateway::api::range::{
+    content_range, parse_copy_range, parse_range, resolve, RangeSpec,
+};
+use godwit_gateway::api::{copy, headers};
 use godwit_gateway::body::checksum;
 use godwit_gateway::dialect::Dialect;
-use godwit_gateway::s3::conditions::{Conditions, WriteConditions};
-use godwit_gateway::s3::range::{content_range, parse_copy_range, parse_range, resolve, RangeSpec};
-use godwit_gateway::s3::{copy, headers, router};
+use godwit_gateway::router;
 use godwit_gateway::{vhost, xml};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use proptest::prelude::*;

@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use godwit_gateway::xml::{oss_replication, replication, requests, tagging};
+use godwit_gateway::oss::replication_xml as oss_replication;
+use godwit_gateway::xml::{replication, requests, tagging};
 use proptest::prelude::*;
 
 use crate::mutate;
@@ -16,7 +17,7 @@ use crate::mutate;
 const NS: &str = "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"";
 
 /// Documents from `xml::replication_tests` (S3 V1 and V2 rules, filters,
-/// RTC) and `xml::oss_replication_tests` (oss2's bodies).
+/// RTC) and `oss::replication_xml_tests` (oss2's bodies).
 fn replication_seeds() -> Vec<Vec<u8>> {
     let cfg = |rules: &str| {
         format!("<ReplicationConfiguration {NS}><Role>arn:aws:iam::1:role/r</Role>{rules}</ReplicationConfiguration>")
@@ -62,7 +63,7 @@ fn replication_seeds() -> Vec<Vec<u8>> {
     docs.into_iter().map(String::into_bytes).collect()
 }
 
-/// Documents from `xml::oss_replication_tests` and the v2 SDK's captures.
+/// Documents from `oss::replication_xml_tests` and the v2 SDK's captures.
 const OSS_SMALL: &[&str] = &[
     "<ReplicationRules><ID>r1</ID></ReplicationRules>",
     "<ReplicationRules></ReplicationRules>",

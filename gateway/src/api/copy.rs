@@ -12,14 +12,13 @@ use super::headers::{content_headers, user_meta};
 use super::multipart::commit_part;
 use super::object::check_write_conditions;
 use super::range::parse_copy_range;
-use super::router::Query;
 use super::tagging::copy_tags;
-use super::{
-    check_key, set_header, shows_version_id, version_header, xml_response, ApiResult, Ctx,
-};
+use super::{set_header, shows_version_id, version_header, xml_response, ApiResult, Ctx};
 use crate::blocks::{read_range, write_stream};
 use crate::body::checksum::algo_from_name;
 use crate::error::{into_io, S3Error};
+use crate::names::check_key;
+use crate::router::Query;
 use crate::xml::responses::{CopyResult, Ns};
 use crate::xml::{iso8601_ms, quote_etag, render};
 use crate::MAX_PUT_SIZE;

@@ -32,11 +32,9 @@ use godwit_common::types::VersioningState;
 use godwit_common::MetaError;
 use http::{HeaderValue, StatusCode};
 
-use super::{empty_response, read_small_body, xml_response, ApiResult, Ctx, MAX_XML_BODY};
+use super::replication_xml::{self as xml, OssRuleRequest, RuleView, DISABLED, ENABLED, ENABLING};
+use crate::api::{empty_response, read_small_body, xml_response, ApiResult, Ctx, MAX_XML_BODY};
 use crate::error::S3Error;
-use crate::xml::oss_replication::{
-    self as xml, OssRuleRequest, RuleView, DISABLED, ENABLED, ENABLING,
-};
 
 /// Rules per bucket (OSS allows 100 since it lifted the one-rule limit).
 pub const MAX_OSS_RULES: usize = 100;

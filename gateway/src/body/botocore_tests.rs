@@ -1,5 +1,5 @@
 //! Requests signed by real botocore (1.43), captured without a network by
-//! `testdata/capture_botocore.py` (re-run it to refresh the fixtures):
+//! `auth/testdata/capture_botocore.py` (re-run it to refresh the fixtures):
 //! SigV4 header PUT/GET/UploadPart over http, the https aws-chunked
 //! PutObject with an unsigned CRC32 trailer, SigV2 header requests, and
 //! `generate_presigned_url` in its default SigV2 form and as s3v4.
@@ -9,12 +9,12 @@ use futures::StreamExt;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::test_support::Keys;
-use super::{authenticate, PayloadCheck};
+use crate::auth::test_support::Keys;
+use crate::auth::{authenticate, PayloadCheck};
 use crate::body::{checksum, decode};
 use crate::error::from_io;
 
-const FIXTURES: &str = include_str!("testdata/botocore_requests.json");
+const FIXTURES: &str = include_str!("../auth/testdata/botocore_requests.json");
 
 struct Captured {
     parts: http::request::Parts,
@@ -122,7 +122,7 @@ async fn decode_and_verify(c: &Captured, payload: &PayloadCheck) -> Vec<u8> {
         region: None,
         access_key_id: "GWTESTAK".into(),
         payload: payload.clone(),
-        scheme: super::AuthScheme::AwsV4,
+        scheme: crate::auth::AuthScheme::AwsV4,
         signed: Default::default(),
     };
     let frames: Vec<Result<bytes::Bytes, std::io::Error>> = c

@@ -9,13 +9,33 @@
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::oss::{
-    canonical_query, is_oss2_sub_resource, is_v2_sdk_sub_resource, resource_bytes,
+use super::auth::{
+    canonical_query, is_oss2_sub_resource, is_v2_sdk_sub_resource, resource_bytes, OssSchemes,
     OSS2_SUB_RESOURCES, V2_SDK_SUB_RESOURCES,
 };
-use super::test_support::{parts, Keys};
-use super::{authenticate, authenticate_with_bucket, parse_query, AuthScheme, PayloadCheck};
+use crate::auth::test_support::{parts, Keys};
+use crate::auth::{
+    authenticate_with_schemes, parse_query, AuthOutcome, AuthScheme, PayloadCheck, SecretLookup,
+};
 use crate::error::S3Error;
+
+/// Every scheme the gateway accepts, AWS's and OSS's.
+async fn authenticate(
+    parts: &http::request::Parts,
+    lookup: &dyn SecretLookup,
+    now: OffsetDateTime,
+) -> Result<AuthOutcome, S3Error> {
+    authenticate_with_schemes(parts, lookup, now, None, &OssSchemes).await
+}
+
+async fn authenticate_with_bucket(
+    parts: &http::request::Parts,
+    lookup: &dyn SecretLookup,
+    now: OffsetDateTime,
+    vhost_bucket: Option<&str>,
+) -> Result<AuthOutcome, S3Error> {
+    authenticate_with_schemes(parts, lookup, now, vhost_bucket, &OssSchemes).await
+}
 
 const FIXTURES: &str = include_str!("testdata/oss_requests.json");
 
@@ -168,7 +188,7 @@ async fn presigned_urls_expire() {
         let deadline = match get("Expires").or(oss2_expires) {
             Some(abs) => abs.parse::<i64>().unwrap(),
             None => {
-                let signed = super::parse_amz_date(&get("x-oss-date").unwrap()).unwrap();
+                let signed = crate::auth::parse_amz_date(&get("x-oss-date").unwrap()).unwrap();
                 signed.unix_timestamp() + get("x-oss-expires").unwrap().parse::<i64>().unwrap()
             }
         };
@@ -313,7 +333,7 @@ async fn v4_header_layouts_and_additional_headers() {
 async fn malformed_v4_credentials_and_parameters() {
     let keys = Keys::one("AK", "SK");
     let now = OffsetDateTime::now_utc();
-    let date = super::format_amz_date(now);
+    let date = crate::auth::format_amz_date(now);
     let day = &date[..8];
     let header = |auth: String| {
         parts(
@@ -478,7 +498,7 @@ fn resource_is_bucket_and_decoded_key() {
 
 #[test]
 fn oss_regions_match_with_or_without_the_oss_prefix() {
-    use super::oss_region_matches as m;
+    use super::auth::region_matches as m;
     assert!(m("cn-hangzhou", "cn-hangzhou"));
     assert!(m("cn-hangzhou", "oss-cn-hangzhou"));
     assert!(m("oss-cn-hangzhou", "cn-hangzhou"));
@@ -503,7 +523,7 @@ async fn unsigned_amz_and_internal_headers_are_refused_on_every_sdk_request() {
                 .await
                 .unwrap_err();
             assert!(
-                matches!(err, S3Error::AccessDenied(ref m) if m == super::HEADERS_NOT_SIGNED),
+                matches!(err, S3Error::AccessDenied(ref m) if m == crate::auth::HEADERS_NOT_SIGNED),
                 "{} + {name}: {err:?}",
                 c.name
             );

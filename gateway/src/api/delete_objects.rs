@@ -1,15 +1,15 @@
 //! DeleteObjects (`POST /bucket?delete`): up to 1000 keys, each deleted on
-//! its own; failures are reported per key, not for the request.
+//! its own; failures are reported per key, not for the request. The
+//! outcome is typed: S3 and OSS render it differently (`s3`,
+//! `oss::ops`).
 
 use axum::body::Body;
 use futures::StreamExt;
-use http::StatusCode;
 
-use super::{read_small_body, require_integrity, xml_response, ApiResult, Ctx, MAX_XML_BODY};
+use super::{read_small_body, require_integrity, ApiError, Ctx, MAX_XML_BODY};
 use crate::error::S3Error;
-use crate::xml::render;
 use crate::xml::requests::{parse_delete, DeleteObjectId};
-use crate::xml::responses::{DeleteError, DeleteResult, Deleted};
+use crate::xml::responses::{DeleteError, Deleted};
 
 /// Deletes in flight at once (each is one Raft write).
 const PARALLEL_DELETES: usize = 16;
@@ -53,7 +53,15 @@ async fn delete_one(ctx: &Ctx, obj: DeleteObjectId) -> Outcome {
     }
 }
 
-pub async fn delete_objects(ctx: &Ctx, body: Body) -> ApiResult {
+/// What a DeleteObjects did: the keys deleted (none when the request
+/// asked for a quiet answer) and the keys that failed.
+#[derive(Debug, Default)]
+pub struct DeleteOutcome {
+    pub deleted: Vec<Deleted>,
+    pub errors: Vec<DeleteError>,
+}
+
+pub async fn delete_objects(ctx: &Ctx, body: Body) -> Result<DeleteOutcome, ApiError> {
     let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
     require_integrity(&body)?;
     let req = parse_delete(&body.bytes)?;
@@ -65,7 +73,7 @@ pub async fn delete_objects(ctx: &Ctx, body: Body) -> ApiResult {
         .buffered(PARALLEL_DELETES)
         .collect()
         .await;
-    let mut doc = DeleteResult::default();
+    let mut doc = DeleteOutcome::default();
     for outcome in outcomes {
         match outcome {
             Outcome::Deleted(d) if !req.quiet => doc.deleted.push(d),
@@ -73,12 +81,5 @@ pub async fn delete_objects(ctx: &Ctx, body: Body) -> ApiResult {
             Outcome::Failed(f) => doc.errors.push(f),
         }
     }
-    if ctx.dialect.is_oss() {
-        return Ok(crate::oss::ops::delete_result(
-            ctx,
-            doc.deleted,
-            doc.errors,
-        )?);
-    }
-    Ok(xml_response(StatusCode::OK, render("DeleteResult", &doc)?))
+    Ok(doc)
 }

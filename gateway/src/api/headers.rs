@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use godwit_common::types::{ContentHeaders, ObjectVersion};
 use http::HeaderMap;
 
-use super::router::Query;
 use super::set_header;
 use crate::error::S3Error;
+use crate::router::Query;
 use crate::xml::{http_date, quote_etag};
 
 /// The type S3 reports for objects stored without a Content-Type.

@@ -164,8 +164,8 @@ fn parse_actions(raw: Option<&str>) -> Result<Vec<String>, S3Error> {
 
 /// Parses and validates the body of `POST /?replication&comp=add`.
 pub fn parse_put_replication(body: &[u8]) -> Result<OssRuleRequest, S3Error> {
-    let cfg: ConfigIn = super::parse(body)?;
-    if !super::replication::root_is(body, "ReplicationConfiguration") {
+    let cfg: ConfigIn = crate::xml::parse(body)?;
+    if !crate::xml::replication::root_is(body, "ReplicationConfiguration") {
         return Err(S3Error::MalformedXML);
     }
     let mut rules = cfg.rule.into_iter();
@@ -239,7 +239,7 @@ struct RulesIn {
 /// The rule ID of `POST /?replication&comp=delete`
 /// (`<ReplicationRules><ID>..</ID></ReplicationRules>`).
 pub fn parse_delete_replication(body: &[u8]) -> Result<String, S3Error> {
-    let rules: RulesIn = super::parse(body)?;
+    let rules: RulesIn = crate::xml::parse(body)?;
     let mut ids = rules
         .id
         .into_iter()
@@ -267,7 +267,7 @@ struct RtcIn {
 /// documentation; any root is accepted (the v2 SDK's model names it
 /// `RtcConfiguration`).
 pub fn parse_put_rtc(body: &[u8]) -> Result<(String, bool), S3Error> {
-    let doc: RtcIn = super::parse(body)?;
+    let doc: RtcIn = crate::xml::parse(body)?;
     let id = doc
         .id
         .map(|s| s.trim().to_string())
@@ -423,14 +423,14 @@ pub fn render_replication(rules: &[RuleView<'_>]) -> Result<String, S3Error> {
     let doc = ConfigOut {
         rule: rules.iter().map(|v| rule_out(v, false)).collect(),
     };
-    super::render("ReplicationConfiguration", &doc)
+    crate::xml::render("ReplicationConfiguration", &doc)
 }
 
 pub fn render_progress(rule: &RuleView<'_>) -> Result<String, S3Error> {
     let doc = ConfigOut {
         rule: vec![rule_out(rule, true)],
     };
-    super::render("ReplicationProgress", &doc)
+    crate::xml::render("ReplicationProgress", &doc)
 }
 
 #[derive(Serialize)]
@@ -459,9 +459,9 @@ pub fn render_location(locations: &[String]) -> Result<String, S3Error> {
             location: locations,
         },
     };
-    super::render("ReplicationLocation", &doc)
+    crate::xml::render("ReplicationLocation", &doc)
 }
 
 #[cfg(test)]
-#[path = "oss_replication_tests.rs"]
+#[path = "replication_xml_tests.rs"]
 mod tests;

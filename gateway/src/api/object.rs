@@ -1,4 +1,5 @@
-//! PutObject, GetObject, HeadObject, DeleteObject, GetObjectAcl.
+//! PutObject, GetObject, HeadObject, DeleteObject, GetObjectAcl (whose
+//! typed result each dialect renders: `s3::acl`, `oss::ops`).
 
 use axum::body::Body;
 use axum::response::Response;
@@ -9,17 +10,17 @@ use http::{HeaderMap, StatusCode};
 use super::conditions::{Conditions, WriteConditions};
 use super::headers::{content_headers, user_meta, write_object_headers};
 use super::range::{content_range, parse_range, resolve};
-use super::router::parse_part_number;
 use super::tagging::tags_from_headers;
 use super::{
-    check_key, empty_response, replica_origin, set_header, version_header, xml_response, ApiError,
-    ApiResult, Ctx,
+    empty_response, replica_origin, set_header, version_header, ApiError, ApiResult, Ctx,
+    ObjectFacts,
 };
 use crate::blocks::{read_range, write_stream};
 use crate::body::checksum::{expected_from_headers, get_checksum, verify, Algo};
 use crate::error::S3Error;
-use crate::xml::responses::AccessControlPolicy;
-use crate::xml::{http_date, quote_etag, render};
+use crate::names::check_key;
+use crate::router::parse_part_number;
+use crate::xml::{http_date, quote_etag};
 use crate::{metrics, MAX_PUT_SIZE};
 
 /// `x-amz-checksum-*` headers for the stored checksums.
@@ -59,8 +60,8 @@ pub async fn check_write_conditions(ctx: &Ctx, cond: &WriteConditions) -> Result
     let current = current_etag(ctx, ctx.bucket(), ctx.key()).await?;
     match cond.evaluate(current.as_deref()) {
         // OSS's `x-oss-forbid-overwrite: true` arrives as `If-None-Match:
-        // *` (`oss::wire`) and fails with OSS's own error.
-        Err(S3Error::PreconditionFailed) if crate::oss::wire::forbids_overwrite(ctx.headers()) => {
+        // *` and this rule (`oss::wire`), and fails with OSS's own error.
+        Err(S3Error::PreconditionFailed) if ctx.rules.forbid_overwrite => {
             Err(S3Error::FileAlreadyExists)
         }
         other => other,
@@ -108,7 +109,8 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
         .unwrap_or_else(|p| p.into_inner())
         .clone();
     verify(&expected, &written.digests, trailers.as_ref())?;
-    crate::oss::ops::check_client_crc64(ctx.headers(), written.digests.checksums.crc64ecma)?;
+    ctx.rules
+        .check_body_crc64(written.digests.checksums.crc64ecma)?;
     // Again just before the commit: the upload may have taken a while.
     check_write_conditions(ctx, &write_conditions).await?;
 
@@ -140,9 +142,9 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     set_header(out, "etag", &quote_etag(&etag));
     version_header(out, &version.version_id, shown);
     write_checksum_headers(out, &written.digests.checksums);
-    if ctx.dialect.is_oss() {
-        crate::oss::ops::set_crc64(out, written.digests.checksums.crc64ecma);
-    }
+    resp.extensions_mut().insert(ObjectFacts::Written {
+        crc64: written.digests.checksums.crc64ecma,
+    });
     Ok(resp)
 }
 
@@ -276,9 +278,6 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
     if let Some(count) = parts_count {
         set_header(out, "x-amz-mp-parts-count", &count.to_string());
     }
-    if ctx.dialect.is_oss() {
-        crate::oss::ops::object_headers(out, v, !partial);
-    }
     // Stored checksums describe the whole object only.
     if !partial
         && ctx
@@ -302,6 +301,10 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
             );
         }
     }
+    resp.extensions_mut().insert(ObjectFacts::Read {
+        multipart: !v.parts.is_empty(),
+        crc64: v.checksums.crc64ecma.filter(|_| !partial),
+    });
     Ok(resp)
 }
 
@@ -354,8 +357,16 @@ pub async fn delete_object(ctx: &Ctx) -> ApiResult {
     Ok(resp)
 }
 
-/// Godwit has no ACLs: the writer has FULL_CONTROL.
-pub async fn get_object_acl(ctx: &Ctx) -> ApiResult {
+/// GetObjectAcl: Godwit has no ACLs, so all there is to tell is the
+/// version's writer (the requester for one written before owners were
+/// kept) and which version was read; each dialect reports its default
+/// grant for it.
+pub struct ObjectAcl {
+    pub owner: String,
+    pub version_id: String,
+}
+
+pub async fn get_object_acl(ctx: &Ctx) -> Result<ObjectAcl, ApiError> {
     let version_id = ctx.query.get("versionId");
     let obj = ctx
         .gw
@@ -368,19 +379,12 @@ pub async fn get_object_acl(ctx: &Ctx) -> ApiResult {
     let owner = if obj.version.owner.is_empty() {
         ctx.owner().to_string()
     } else {
-        obj.version.owner.clone()
+        obj.version.owner
     };
-    let mut resp = xml_response(
-        StatusCode::OK,
-        render(
-            "AccessControlPolicy",
-            &AccessControlPolicy::owner_full_control(&owner),
-        )?,
-    );
-    // Not a response S3 documents a version header for; kept for real ids.
-    let vid = &obj.version.version_id;
-    version_header(resp.headers_mut(), vid, vid != NULL_VERSION_ID);
-    Ok(resp)
+    Ok(ObjectAcl {
+        owner,
+        version_id: obj.version.version_id,
+    })
 }
 
 #[cfg(test)]

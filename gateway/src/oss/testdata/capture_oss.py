@@ -2,7 +2,7 @@
 V4 and the legacy OSS2 `AuthV2`, alibabacloud-oss-v2 1.4.1 V4 and V1)
 without sending them: the
 requests transport is short-circuited at `Session.send`, after signing.
-Prints JSON fixtures for auth/oss_tests.rs:
+Prints JSON fixtures for oss/auth_tests.rs:
 
     /var/tmp/godwit-venv/bin/python capture_oss.py > oss_requests.json
 

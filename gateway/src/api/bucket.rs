@@ -1,0 +1,163 @@
+//! Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
+//! GetBucketLocation, Get/PutBucketVersioning, GetBucketAcl. ListBuckets,
+//! GetBucketLocation and GetBucketAcl answer with a typed result that each
+//! dialect renders its own way (`s3::bucket`, `s3::acl`, `oss::ops`).
+
+use axum::body::Body;
+use godwit_common::types::{BucketInfo, VersioningState};
+use http::StatusCode;
+
+use super::{empty_response, read_small_body, set_header, xml_response, ApiResult, Ctx};
+use crate::error::S3Error;
+use crate::xml::render;
+use crate::xml::requests::{parse_create_bucket, parse_versioning};
+use crate::xml::responses::{Ns, VersioningConfiguration};
+
+/// The region whose LocationConstraint is written empty.
+pub const US_EAST_1: &str = "us-east-1";
+/// Configuration bodies are tiny.
+const MAX_CONFIG_BODY: usize = 64 * 1024;
+
+/// ListBuckets: every bucket, listed for the requester, who the answer
+/// names as their owner.
+pub struct BucketList {
+    pub owner: String,
+    pub buckets: Vec<BucketInfo>,
+}
+
+pub async fn list_buckets(ctx: &Ctx) -> Result<BucketList, S3Error> {
+    Ok(BucketList {
+        owner: ctx.owner().to_string(),
+        buckets: ctx.gw.meta.list_buckets().await?,
+    })
+}
+
+/// Whether a CreateBucket's LocationConstraint fits this region: absent
+/// means "here"; an empty one is us-east-1's way of saying the same.
+pub fn location_ok(constraint: Option<&str>, region: &str) -> bool {
+    match constraint.map(str::trim) {
+        None => true,
+        Some("") => region == US_EAST_1,
+        Some(c) => c == region,
+    }
+}
+
+pub async fn create_bucket(ctx: &Ctx, body: Body) -> ApiResult {
+    let name = ctx.bucket();
+    crate::names::validate_bucket_name(name)?;
+    if ctx
+        .header("x-amz-bucket-object-lock-enabled")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    {
+        return Err(S3Error::NotImplemented.into());
+    }
+    let body = read_small_body(ctx, body, MAX_CONFIG_BODY).await?;
+    let config = parse_create_bucket(&body.bytes)?;
+    let region = &ctx.gw.cfg.region;
+    if !location_ok(config.location_constraint.as_deref(), region) {
+        return Err(S3Error::InvalidLocationConstraint.into());
+    }
+    ctx.gw.meta.create_bucket(name, region, ctx.owner()).await?;
+    ctx.gw.buckets.invalidate(name);
+    let mut resp = empty_response(StatusCode::OK);
+    set_header(resp.headers_mut(), "location", &format!("/{name}"));
+    Ok(resp)
+}
+
+pub async fn head_bucket(ctx: &Ctx) -> ApiResult {
+    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+    let mut resp = empty_response(StatusCode::OK);
+    set_header(resp.headers_mut(), "x-amz-bucket-region", &bucket.region);
+    Ok(resp)
+}
+
+pub async fn delete_bucket(ctx: &Ctx) -> ApiResult {
+    ctx.gw.meta.delete_bucket(ctx.bucket()).await?;
+    ctx.gw.buckets.invalidate(ctx.bucket());
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+/// GetBucketLocation: the region the bucket was created in, as stored.
+pub struct BucketLocation {
+    pub region: String,
+}
+
+pub async fn get_location(ctx: &Ctx) -> Result<BucketLocation, S3Error> {
+    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+    Ok(BucketLocation {
+        region: bucket.region,
+    })
+}
+
+pub async fn get_versioning(ctx: &Ctx) -> ApiResult {
+    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+    let status = match bucket.versioning {
+        VersioningState::Unversioned => None,
+        VersioningState::Enabled => Some("Enabled".to_string()),
+        VersioningState::Suspended => Some("Suspended".to_string()),
+    };
+    let doc = VersioningConfiguration {
+        xmlns: Ns::default(),
+        status,
+    };
+    Ok(xml_response(
+        StatusCode::OK,
+        render("VersioningConfiguration", &doc)?,
+    ))
+}
+
+pub async fn put_versioning(ctx: &Ctx, body: Body) -> ApiResult {
+    let body = read_small_body(ctx, body, MAX_CONFIG_BODY).await?;
+    let config = parse_versioning(&body.bytes)?;
+    if config.mfa_delete.as_deref().is_some_and(|m| m == "Enabled") {
+        return Err(S3Error::NotImplemented.into());
+    }
+    let state = match config.status.as_deref().map(str::trim) {
+        Some("Enabled") => VersioningState::Enabled,
+        Some("Suspended") => VersioningState::Suspended,
+        // No Status: nothing to change (S3 accepts it).
+        None => {
+            ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+            return Ok(empty_response(StatusCode::OK));
+        }
+        Some(_) => return Err(S3Error::MalformedXML.into()),
+    };
+    ctx.gw.meta.set_versioning(ctx.bucket(), state).await?;
+    // This gateway's own "null" version headers follow at once; other
+    // gateways within `bucket_cache::BUCKET_TTL`.
+    ctx.gw.buckets.invalidate(ctx.bucket());
+    Ok(empty_response(StatusCode::OK))
+}
+
+/// GetBucketAcl: Godwit has no ACLs, so all there is to tell is the
+/// bucket's owner (the requester for a bucket created before owners were
+/// kept); each dialect reports its default grant for it.
+pub struct BucketAcl {
+    pub owner: String,
+}
+
+pub async fn get_bucket_acl(ctx: &Ctx) -> Result<BucketAcl, S3Error> {
+    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+    let owner = if bucket.owner.is_empty() {
+        ctx.owner().to_string()
+    } else {
+        bucket.owner
+    };
+    Ok(BucketAcl { owner })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_constraint_must_name_this_region() {
+        assert!(location_ok(None, "us-east-1"));
+        assert!(location_ok(Some(""), "us-east-1"));
+        assert!(location_ok(Some("us-east-1"), "us-east-1"));
+        assert!(!location_ok(Some("eu-west-1"), "us-east-1"));
+        assert!(location_ok(None, "eu-west-1"));
+        assert!(location_ok(Some("eu-west-1"), "eu-west-1"));
+        assert!(!location_ok(Some(""), "eu-west-1"));
+    }
+}

@@ -1,0 +1,387 @@
+//! The dialect-neutral layer: what a request means and does, whichever
+//! dialect it speaks. The request context (`Ctx`), its error (`ApiError`),
+//! the operations that work against meta and the blocks (objects,
+//! multipart uploads, copies, tags, buckets, the queries of listings), and
+//! what they share: responses, small-body reading, replica origins.
+//!
+//! Handlers answer with the gateway's own vocabulary: S3's header names
+//! and, where both dialects send the same document, S3's XML; the OSS
+//! dialect renames on the way out (`oss::wire`). Where the dialects
+//! differ, a handler returns a typed result (`list::V1Listing`,
+//! `delete_objects::DeleteOutcome`) or marks its response
+//! (`ObjectFacts`) for the dialect's renderer, and what a dialect asks of
+//! the handlers arrives as data (`DialectRules`). This module imports
+//! neither `s3` nor `oss`.
+
+pub mod bucket;
+pub mod bucket_cache;
+pub mod conditions;
+pub mod copy;
+pub mod delete_objects;
+pub mod headers;
+pub mod list;
+pub mod multipart;
+pub mod object;
+pub mod range;
+pub mod tagging;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+
+use crate::auth::AuthOutcome;
+use crate::body::checksum::{expected_from_headers, verify, Expected, Hasher};
+use crate::error::{from_io, S3Error};
+use crate::router::Query;
+use crate::Gateway;
+
+/// Everything a handler knows about its request besides the body.
+pub struct Ctx {
+    pub gw: Arc<Gateway>,
+    pub parts: http::request::Parts,
+    pub query: Query,
+    pub bucket: Option<String>,
+    pub key: Option<String>,
+    pub auth: AuthOutcome,
+    /// S3 or OSS: decides how responses that differ are rendered.
+    pub dialect: crate::dialect::Dialect,
+    /// What the request's dialect asks of the handlers.
+    pub rules: DialectRules,
+}
+
+impl Ctx {
+    /// The bucket of a bucket or object operation (the router guarantees it).
+    pub fn bucket(&self) -> &str {
+        self.bucket.as_deref().unwrap_or_default()
+    }
+
+    pub fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or_default()
+    }
+
+    pub fn headers(&self) -> &HeaderMap {
+        &self.parts.headers
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.parts.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The owner recorded on what this request creates.
+    pub fn owner(&self) -> &str {
+        &self.auth.access_key_id
+    }
+}
+
+/// An S3 error plus headers that must accompany it (e.g.
+/// `x-amz-delete-marker` on a 404).
+#[derive(Debug)]
+pub struct ApiError {
+    pub err: S3Error,
+    pub headers: HeaderMap,
+}
+
+impl From<S3Error> for ApiError {
+    fn from(err: S3Error) -> Self {
+        ApiError {
+            err,
+            headers: HeaderMap::new(),
+        }
+    }
+}
+
+impl From<godwit_common::MetaError> for ApiError {
+    fn from(e: godwit_common::MetaError) -> Self {
+        S3Error::from(e).into()
+    }
+}
+
+pub type ApiResult = Result<Response, ApiError>;
+
+// ---- what a dialect asks of the handlers, and what it renders ----
+
+/// What a request asks of the neutral handlers beyond S3's headers, read
+/// by its dialect at the edge (`oss::wire::rules`); S3's are the defaults.
+#[derive(Clone, Debug, Default)]
+pub struct DialectRules {
+    /// A CRC-64/XZ the client announced for the body, or the message of
+    /// the InvalidArgument its malformed value earns: checked once the
+    /// body has streamed, before anything is committed
+    /// ([`DialectRules::check_body_crc64`]).
+    pub body_crc64: Option<Result<u64, &'static str>>,
+    /// A write that finds the key taken fails with FileAlreadyExists
+    /// rather than PreconditionFailed (the edge also set `If-None-Match: *`).
+    pub forbid_overwrite: bool,
+    /// CompleteMultipartUpload takes every uploaded part, in order,
+    /// instead of a listed set; `Some` carries the message of the
+    /// InvalidArgument that refuses a part list sent alongside.
+    pub complete_all: Option<&'static str>,
+    /// The smallest part other than the last, when the dialect allows
+    /// less than meta's own minimum.
+    pub min_part_size: Option<u64>,
+}
+
+impl DialectRules {
+    /// Checks the announced CRC-64 against the one computed while the
+    /// body streamed: a mismatch is a corrupted body (BadDigest).
+    pub fn check_body_crc64(&self, computed: Option<u64>) -> Result<(), S3Error> {
+        match self.body_crc64 {
+            None => Ok(()),
+            Some(Err(message)) => Err(S3Error::InvalidArgument(message.into())),
+            Some(Ok(given)) if computed == Some(given) => Ok(()),
+            Some(Ok(_)) => Err(S3Error::BadDigest(
+                "The CRC64 you specified did not match the calculated checksum.".into(),
+            )),
+        }
+    }
+}
+
+/// What an object response is about, kept in the response's extensions
+/// for a dialect that renders more of it than S3's headers do (OSS adds
+/// `x-oss-hash-crc64ecma`, `x-oss-object-type`, `x-oss-storage-class`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectFacts {
+    /// PutObject, UploadPart, CompleteMultipartUpload: the CRC-64/XZ of
+    /// what was stored.
+    Written { crc64: Option<u64> },
+    /// GetObject, HeadObject: whether the object was uploaded in parts,
+    /// and its whole CRC-64 (None for a ranged read, which it does not
+    /// describe).
+    Read { multipart: bool, crc64: Option<u64> },
+}
+
+/// Marks a response whose body is an XML document the gateway rendered
+/// (set by [`xml_response`]), so that a dialect can rewrite the document
+/// (OSS drops the S3 namespace) without touching object bodies.
+#[derive(Clone, Copy, Debug)]
+pub struct XmlDoc;
+
+// ---- responses ----
+
+pub fn xml_response(status: StatusCode, xml: String) -> Response {
+    let mut resp = Response::new(Body::from(xml));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/xml"),
+    );
+    resp.extensions_mut().insert(XmlDoc);
+    resp
+}
+
+pub fn empty_response(status: StatusCode) -> Response {
+    let mut resp = Response::new(Body::empty());
+    *resp.status_mut() = status;
+    resp
+}
+
+/// Sets a header whose value came from stored data; values that are not
+/// valid header text are skipped rather than failing the request.
+pub fn set_header(headers: &mut HeaderMap, name: &str, value: &str) {
+    if let (Ok(n), Ok(v)) = (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_str(value),
+    ) {
+        headers.insert(n, v);
+    }
+}
+
+// ---- request bodies of XML operations ----
+
+/// Largest XML body accepted (DeleteObjects with 1000 long keys fits).
+pub const MAX_XML_BODY: usize = 2 * 1024 * 1024;
+
+/// A small body read whole: decoded (signature, sha256, aws-chunked),
+/// checked against Content-MD5 / `x-amz-checksum-*`, with what the request
+/// announced.
+pub struct SmallBody {
+    pub bytes: Bytes,
+    pub expected: Expected,
+}
+
+pub async fn read_small_body(ctx: &Ctx, body: Body, limit: usize) -> Result<SmallBody, S3Error> {
+    let expected = expected_from_headers(ctx.headers())?;
+    let decoded = crate::body::decode(&ctx.parts, &ctx.auth, body)?;
+    if decoded.decoded_len.is_some_and(|n| n > limit as u64) {
+        return Err(S3Error::InvalidRequest(format!(
+            "The request body is larger than {limit} bytes."
+        )));
+    }
+    let mut hasher = Hasher::new(&expected.compute);
+    let mut buf = BytesMut::new();
+    let mut stream = decoded.stream;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(from_io)?;
+        if buf.len() + chunk.len() > limit {
+            return Err(S3Error::InvalidRequest(format!(
+                "The request body is larger than {limit} bytes."
+            )));
+        }
+        hasher.update(&chunk);
+        buf.extend_from_slice(&chunk);
+    }
+    let trailers = decoded
+        .trailers
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    verify(&expected, &hasher.finish(), trailers.as_ref())?;
+    Ok(SmallBody {
+        bytes: buf.freeze(),
+        expected,
+    })
+}
+
+/// S3 demands an integrity check of some bodies (DeleteObjects,
+/// PutBucketReplication, PutObjectTagging, ...): Content-MD5 or, as boto3
+/// now sends, an `x-amz-checksum-*` header or trailer. `read_small_body`
+/// has verified whichever came.
+pub fn require_integrity(body: &SmallBody) -> Result<(), S3Error> {
+    let e = &body.expected;
+    if e.md5.is_none() && e.checksums.is_empty() && e.trailer.is_empty() {
+        return Err(S3Error::InvalidRequest(
+            "Missing required header for this request: Content-MD5".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Earliest original mtime a replica header may carry (2000-01-01).
+const MIN_REPLICA_MTIME_MS: i64 = 946_684_800_000;
+/// How far past our clock a replica's original mtime may be: the regions'
+/// clocks differ, but not by a day.
+const MAX_REPLICA_MTIME_AHEAD_MS: i64 = 24 * 3600 * 1000;
+
+/// `x-godwit-replica-of: <region>;<original last-modified ms>`, sent by a
+/// replication worker of another region: what it writes is a replica.
+/// Only principals granted replica writes may send it (`lib.rs` refuses
+/// every `x-godwit-*` header from other keys before dispatch); the time
+/// must be sane, since it decides last-writer-wins and is rendered as
+/// Last-Modified.
+pub fn replica_origin(
+    headers: &HeaderMap,
+) -> Result<Option<godwit_common::replication::ReplicaOrigin>, S3Error> {
+    let Some(raw) = headers.get(godwit_common::replication::REPLICA_HEADER) else {
+        return Ok(None);
+    };
+    let malformed = || {
+        S3Error::InvalidArgument(format!(
+            "Invalid {} header: expected <region>;<original last-modified ms>",
+            godwit_common::replication::REPLICA_HEADER
+        ))
+    };
+    let text = raw.to_str().map_err(|_| malformed())?;
+    let (region, ms) = text.trim().split_once(';').ok_or_else(malformed)?;
+    let region = region.trim();
+    let ms: i64 = ms.trim().parse().map_err(|_| malformed())?;
+    let region_ok = !region.is_empty()
+        && region.len() <= 64
+        && region
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !region_ok {
+        return Err(malformed());
+    }
+    let latest = godwit_common::clock::now_ms().saturating_add(MAX_REPLICA_MTIME_AHEAD_MS);
+    if !(MIN_REPLICA_MTIME_MS..=latest).contains(&ms) {
+        return Err(S3Error::InvalidArgument(format!(
+            "Invalid {} header: the original last-modified time is out of range",
+            godwit_common::replication::REPLICA_HEADER
+        )));
+    }
+    Ok(Some(godwit_common::replication::ReplicaOrigin {
+        region: region.to_string(),
+        original_mtime_ms: ms,
+    }))
+}
+
+/// Sets `x-amz-version-id` when `shown` (see `shows_version_id`).
+pub fn version_header(headers: &mut HeaderMap, version_id: &str, shown: bool) {
+    if shown {
+        set_header(headers, "x-amz-version-id", version_id);
+    }
+}
+
+/// Whether a response about `version_id` of an object in `bucket` carries
+/// `x-amz-version-id`: always for a real version id; for "null" only when
+/// the bucket's versioning is Enabled or Suspended (S3 omits the header in
+/// buckets that never had versioning). Only the "null" case consults the
+/// bucket, through the gateway's short-lived bucket cache
+/// (`bucket_cache`), so a real id costs nothing and an unversioned
+/// bucket's GET costs a meta read at most once per `BUCKET_TTL`.
+pub async fn shows_version_id(ctx: &Ctx, bucket: &str, version_id: &str) -> bool {
+    version_id != godwit_common::types::NULL_VERSION_ID
+        || ctx.gw.buckets.has_versioning(bucket).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_replica(value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            godwit_common::replication::REPLICA_HEADER,
+            HeaderValue::from_str(value).unwrap(),
+        );
+        h
+    }
+
+    #[test]
+    fn replica_header_gives_region_and_original_mtime() {
+        assert_eq!(replica_origin(&HeaderMap::new()).unwrap(), None);
+        let o = replica_origin(&with_replica("eu-west;1700000000123"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.region, "eu-west");
+        assert_eq!(o.original_mtime_ms, 1_700_000_000_123);
+        assert!(replica_origin(&with_replica(" r1 ; 1700000000000 "))
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn replica_times_outside_a_sane_range_are_invalid_argument() {
+        // Past year 9999 once made every later GET of the key panic.
+        for bad in [
+            "eu-west;5",
+            "eu-west;253402300800000",
+            "eu-west;9223372036854775807",
+            "eu/west;1700000000000",
+            "eu west;1700000000000",
+        ] {
+            assert!(
+                matches!(
+                    replica_origin(&with_replica(bad)),
+                    Err(S3Error::InvalidArgument(_))
+                ),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_replica_header_is_invalid_argument() {
+        for bad in [
+            "",
+            "eu-west",
+            "eu-west;",
+            ";123",
+            "eu-west;abc",
+            "eu-west;-1",
+            "a;1;2",
+        ] {
+            assert!(
+                matches!(
+                    replica_origin(&with_replica(bad)),
+                    Err(S3Error::InvalidArgument(_))
+                ),
+                "{bad:?}"
+            );
+        }
+    }
+}
