@@ -7,13 +7,15 @@
 #       the meta leader is killed with SIGKILL (meta_failover.py), RUNS
 #       times, median and spread.
 #
-# Variables (besides lib.sh's): DUR (30s), CONC (16), RUNS (5), NODES
-# ("1 3": which layouts M1 measures; "" skips M1).
+# Variables (besides lib.sh's): DUR (30s), CONC (16), RUNS (5; 0 skips
+# M2), NODES ("1 3": which layouts M1 measures; "" skips M1), OPS ("put
+# head": which M1 operations).
 source "$(dirname "$0")/lib.sh"
 
 CONC=${CONC:-16}
 RUNS=${RUNS:-5}
 NODES=${NODES-"1 3"}
+OPS=${OPS:-"put head"}
 ROOT=${ROOT:-/var/tmp/godwit-meta-bench}
 PY=${PY:-$("$REPO/scripts/pytest-env.sh")/bin/python}
 export GODWIT_CLUSTER_SECRET=${GODWIT_CLUSTER_SECRET:-meta-bench-cluster-secret}
@@ -98,10 +100,13 @@ leader() {
 # --- M1: throughput, 1-node and 3-node meta ---
 for n in $NODES; do
   start_layout "$n"
-  gbench "meta$n-put" --op put --size 4KiB --concurrency "$CONC" --duration "$DUR"
-  gbench "meta$n-head" --op head --size 4KiB --concurrency "$CONC" --duration "$DUR" --objects 1000 --cleanup
+  [[ " $OPS " == *" put "* ]] &&
+    gbench "meta$n-put" --op put --size 4KiB --concurrency "$CONC" --duration "$DUR"
+  [[ " $OPS " == *" head "* ]] &&
+    gbench "meta$n-head" --op head --size 4KiB --concurrency "$CONC" --duration "$DUR" --objects 1000 --cleanup
   stop_layout
 done
+[ "$RUNS" -gt 0 ] || exit 0
 
 # --- M2: election window, 3-node meta ---
 start_layout 3
