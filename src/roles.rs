@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use godwit_common::cluster::ClusterSecret;
 use godwit_common::net::MetaClient;
-use godwit_common::types::{AccessKey, DatanodeInfo};
+use godwit_common::types::{AccessKey, Account, DatanodeInfo};
 use godwit_common::{AdminMeta, BlockMeta, BlockStore};
 use godwit_datanode::{Datanode, DatanodeConfig};
 use godwit_gateway::{Gateway, GatewayConfig};
@@ -31,20 +31,39 @@ const LOCAL_DATANODE_ID: u64 = 1;
 
 use godwit_common::clock::now_ms;
 
-/// Makes the configured root key the stored root key (replacing a root key
-/// whose secret changed).
+/// Makes sure the root account exists, makes the configured root key the
+/// stored root key of that account (replacing a root key whose secret
+/// changed), and gives keys stored before accounts existed their accounts
+/// (`AdminMeta::adopt_keys`, a no-op once done).
 async fn install_root_key(meta: &dyn AdminMeta, creds: &RootCredentials) -> anyhow::Result<()> {
+    let root = meta
+        .put_account(Account {
+            id: Account::new_id(),
+            name: "root".into(),
+            email: None,
+            created_ms: now_ms(),
+            is_root: true,
+        })
+        .await?;
     let key = AccessKey {
         access_key_id: creds.access_key_id.clone(),
         secret_access_key: creds.secret_access_key.clone(),
         name: "root".into(),
         created_ms: now_ms(),
         is_root: true,
+        account: root.id.clone(),
     };
     let stored = meta.put_access_key(key.clone()).await?;
-    if stored.secret_access_key != key.secret_access_key || !stored.is_root {
+    if stored.secret_access_key != key.secret_access_key
+        || !stored.is_root
+        || stored.account != root.id
+    {
         meta.delete_access_key(&key.access_key_id).await?;
         meta.put_access_key(key).await?;
+    }
+    let adopted = meta.adopt_keys().await?;
+    if adopted > 0 {
+        tracing::info!(adopted, "keys from before accounts now have accounts");
     }
     Ok(())
 }

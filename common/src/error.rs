@@ -11,9 +11,12 @@ pub enum MetaError {
     /// The bucket does not exist.
     #[error("no such bucket")]
     NoSuchBucket,
-    /// CreateBucket of a name that exists (single tenant: always ours).
-    #[error("bucket already exists")]
+    /// CreateBucket of a name the requester's account already owns.
+    #[error("bucket already owned by you")]
     BucketAlreadyOwnedByYou,
+    /// CreateBucket of a name another account owns.
+    #[error("bucket already exists")]
+    BucketAlreadyExists,
     /// DeleteBucket of a bucket holding versions or uploads.
     #[error("bucket not empty")]
     BucketNotEmpty,
@@ -38,6 +41,9 @@ pub enum MetaError {
     /// Unknown access key id.
     #[error("no such access key")]
     NoSuchAccessKey,
+    /// Unknown account id or name.
+    #[error("no such account")]
+    NoSuchAccount,
     /// GetBucketReplication on a bucket without a configuration.
     #[error("replication configuration not found")]
     ReplicationConfigurationNotFound,

@@ -32,7 +32,8 @@ pub struct BucketInfo {
     /// The LocationConstraint given at creation (the region name).
     pub region: String,
     pub versioning: VersioningState,
-    /// Access key id of the creator.
+    /// Canonical id of the owning account; an access key id on buckets
+    /// created before accounts existed (resolved by `ObjectMeta::get_account`).
     #[serde(default)]
     pub owner: String,
 }
@@ -355,6 +356,68 @@ pub struct AccessKey {
     pub created_ms: i64,
     #[serde(default)]
     pub is_root: bool,
+    /// Canonical id of the account the key signs for. Empty on a key
+    /// stored before accounts existed: it stands for the root account
+    /// (`is_root`) or for `Account::legacy_id` of its own id.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub account: String,
+}
+
+impl AccessKey {
+    /// The canonical id of the account this key signs for, legacy keys
+    /// included (`root_id` for a legacy root key).
+    pub fn account_id(&self, root_id: &str) -> String {
+        if !self.account.is_empty() {
+            self.account.clone()
+        } else if self.is_root {
+            root_id.to_string()
+        } else {
+            Account::legacy_id(&self.access_key_id)
+        }
+    }
+}
+
+/// What owns buckets and objects, and what authorization decides for. Its
+/// access keys sign requests; rotating them changes nothing it owns.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    /// Canonical id: 64 lower-case hex digits, as S3's canonical user ids.
+    /// Never changes.
+    pub id: String,
+    /// Display name (S3's `DisplayName`), unique in the region.
+    pub name: String,
+    /// For `emailAddress=` grantees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    pub created_ms: i64,
+    /// The account of the root key: may do everything.
+    #[serde(default)]
+    pub is_root: bool,
+}
+
+impl Account {
+    /// A fresh canonical id: 32 random bytes in hex.
+    pub fn new_id() -> String {
+        hex::encode(rand::random::<[u8; 32]>())
+    }
+
+    /// The canonical id of the account a key stored before accounts existed
+    /// becomes (a digest of its access key id: every node derives the same).
+    pub fn legacy_id(access_key_id: &str) -> String {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        h.update(b"godwit legacy key account\0");
+        h.update(access_key_id.as_bytes());
+        hex::encode(h.finalize())
+    }
+
+    /// Whether `s` has the shape of a canonical id (owners stored before
+    /// accounts existed are access key ids instead).
+    pub fn is_canonical_id(s: &str) -> bool {
+        s.len() == 64
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    }
 }
 
 /// A freshly allocated block: where to write it and the token the

@@ -97,7 +97,7 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         AbortMultipartUpload { upload_id } => multipart::abort_upload(&ctx, &upload_id).await,
         ListParts { upload_id } => {
             let listing = multipart::list_parts(&ctx, &upload_id).await?;
-            Ok(s3::multipart::list_parts(&ctx, listing)?)
+            Ok(s3::multipart::list_parts(listing)?)
         }
         // An OSS client reads the OSS document (rule states, RTC).
         GetBucketReplication if ctx.dialect.is_oss() => {

@@ -97,6 +97,8 @@ pub enum S3Error {
     NoSuchUpload,
     #[error("Your previous request to create the named bucket succeeded and you already own it.")]
     BucketAlreadyOwnedByYou,
+    #[error("The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.")]
+    BucketAlreadyExists,
     #[error("The bucket you tried to delete is not empty")]
     BucketNotEmpty,
     #[error("{0}")]
@@ -176,6 +178,7 @@ impl S3Error {
             NoSuchVersion => "NoSuchVersion",
             NoSuchUpload => "NoSuchUpload",
             BucketAlreadyOwnedByYou => "BucketAlreadyOwnedByYou",
+            BucketAlreadyExists => "BucketAlreadyExists",
             BucketNotEmpty => "BucketNotEmpty",
             InvalidPart(_) => "InvalidPart",
             InvalidPartOrder => "InvalidPartOrder",
@@ -233,7 +236,9 @@ impl S3Error {
             | ReplicationConfigurationNotFoundError
             | NoSuchReplicationConfiguration
             | NoSuchReplicationRule => StatusCode::NOT_FOUND,
-            BucketAlreadyOwnedByYou | BucketNotEmpty | FileAlreadyExists => StatusCode::CONFLICT,
+            BucketAlreadyOwnedByYou | BucketAlreadyExists | BucketNotEmpty | FileAlreadyExists => {
+                StatusCode::CONFLICT
+            }
             InternalError(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             StorageFull(_) => StatusCode::INSUFFICIENT_STORAGE,
@@ -246,6 +251,9 @@ impl From<MetaError> for S3Error {
         match e {
             MetaError::NoSuchBucket => S3Error::NoSuchBucket,
             MetaError::BucketAlreadyOwnedByYou => S3Error::BucketAlreadyOwnedByYou,
+            MetaError::BucketAlreadyExists => S3Error::BucketAlreadyExists,
+            // An owner that resolves to no account: nobody may act for it.
+            MetaError::NoSuchAccount => S3Error::AccessDenied("Access Denied".into()),
             MetaError::BucketNotEmpty => S3Error::BucketNotEmpty,
             MetaError::NoSuchKey => S3Error::NoSuchKey,
             MetaError::NoSuchVersion => S3Error::NoSuchVersion,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use godwit_common::types::AccessKey;
 use godwit_common::{MetaError, ObjectMeta};
 
 use crate::auth::SecretLookup;
@@ -32,8 +33,8 @@ pub const UNKNOWN_CAPACITY: u64 = 100_000;
 
 pub struct SecretCache {
     meta: Arc<dyn ObjectMeta>,
-    /// Secrets by access key id.
-    entries: moka::sync::Cache<String, String>,
+    /// Keys by access key id.
+    entries: moka::sync::Cache<String, Arc<AccessKey>>,
     unknown: moka::sync::Cache<String, ()>,
 }
 
@@ -56,27 +57,31 @@ impl SecretCache {
     pub fn forget_unknown(&self, access_key_id: &str) {
         self.unknown.invalidate(access_key_id);
     }
-}
 
-#[async_trait]
-impl SecretLookup for SecretCache {
-    async fn secret(&self, access_key_id: &str) -> Result<String, S3Error> {
-        if let Some(secret) = self.entries.get(access_key_id) {
-            return Ok(secret);
+    /// The stored key (`InvalidAccessKeyId` when there is none).
+    pub async fn key(&self, access_key_id: &str) -> Result<Arc<AccessKey>, S3Error> {
+        if let Some(key) = self.entries.get(access_key_id) {
+            return Ok(key);
         }
         if self.unknown.contains_key(access_key_id) {
             return Err(S3Error::InvalidAccessKeyId);
         }
         let key = match self.meta.get_access_key(access_key_id).await {
-            Ok(key) => key,
+            Ok(key) => Arc::new(key),
             Err(MetaError::NoSuchAccessKey) => {
                 self.unknown.insert(access_key_id.to_string(), ());
                 return Err(S3Error::InvalidAccessKeyId);
             }
             Err(other) => return Err(S3Error::from(other)),
         };
-        self.entries
-            .insert(access_key_id.to_string(), key.secret_access_key.clone());
-        Ok(key.secret_access_key)
+        self.entries.insert(access_key_id.to_string(), key.clone());
+        Ok(key)
+    }
+}
+
+#[async_trait]
+impl SecretLookup for SecretCache {
+    async fn secret(&self, access_key_id: &str) -> Result<String, S3Error> {
+        Ok(self.key(access_key_id).await?.secret_access_key.clone())
     }
 }

@@ -16,8 +16,10 @@
 //! `godwit_common::BlockRouter` traits, so it runs the same against
 //! in-process roles or remote ones.
 
+pub mod accounts;
 pub mod api;
 pub mod auth;
+pub mod authz;
 pub mod blocks;
 pub mod body;
 pub mod dialect;
@@ -95,6 +97,7 @@ pub struct Gateway {
     pub(crate) block_meta: Arc<dyn BlockMeta>,
     pub(crate) blocks: Arc<dyn BlockRouter>,
     pub(crate) keys: keys::SecretCache,
+    pub(crate) accounts: accounts::AccountCache,
     pub(crate) buckets: api::bucket_cache::BucketCache,
 }
 
@@ -106,6 +109,7 @@ impl Gateway {
         blocks: Arc<dyn BlockRouter>,
     ) -> Arc<Self> {
         let keys = keys::SecretCache::new(meta.clone(), keys::SECRET_TTL);
+        let accounts = accounts::AccountCache::new(meta.clone(), accounts::ACCOUNT_TTL);
         let buckets =
             api::bucket_cache::BucketCache::new(meta.clone(), api::bucket_cache::BUCKET_TTL);
         Arc::new(Gateway {
@@ -114,6 +118,7 @@ impl Gateway {
             block_meta,
             blocks,
             keys,
+            accounts,
             buckets,
         })
     }
@@ -259,8 +264,11 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
         )
         .await?;
         check_region(&auth, &gw.cfg.region, &query)?;
-        check_internal_headers(&gw, &parts, &auth).await?;
+        let signer = gw.keys.key(&auth.access_key_id).await?;
+        let caller = gw.accounts.of_key(&signer).await?;
+        check_internal_headers(&parts, &caller)?;
         let endpoint = endpoint?;
+        authz::authorize(&gw, &endpoint, bucket.as_deref(), &caller).await?;
         let mut parts = parts;
         if dialect.is_oss() {
             oss::wire::alias_request_headers(&mut parts.headers);
@@ -273,6 +281,7 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
             bucket,
             key,
             auth,
+            caller,
             dialect,
             rules,
         };
@@ -343,31 +352,21 @@ pub async fn authenticate(
 }
 
 /// Internal `x-godwit-*` headers (a replica write's origin) are honoured
-/// only from principals granted replica writes; until accounts and bucket
-/// policies exist that is the root key. The authentication step already
-/// made sure the signature covers them. Only replica writes carry them,
-/// so the extra meta read costs client traffic nothing.
-async fn check_internal_headers(
-    gw: &Gateway,
+/// only from principals granted replica writes; until bucket policies
+/// grant `s3:ReplicateObject` that is the root account. The
+/// authentication step already made sure the signature covers them.
+fn check_internal_headers(
     parts: &http::request::Parts,
-    auth: &auth::AuthOutcome,
+    caller: &godwit_common::types::Account,
 ) -> Result<(), S3Error> {
     let internal = parts
         .headers
         .keys()
         .any(|k| k.as_str().starts_with("x-godwit-"));
-    if !internal {
-        return Ok(());
-    }
-    let key = gw
-        .meta
-        .get_access_key(&auth.access_key_id)
-        .await
-        .map_err(S3Error::from)?;
-    if key.is_root {
+    if !internal || caller.is_root {
         Ok(())
     } else {
-        Err(S3Error::AccessDenied("Access Denied".into()))
+        Err(authz::denied())
     }
 }
 

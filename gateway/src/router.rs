@@ -90,6 +90,10 @@ macro_rules! endpoints {
         }
 
         impl Endpoint {
+            /// Every operation's name, in declaration order (tests walk it:
+            /// an operation added later must be authorized like the rest).
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($name),)*];
+
             /// The AWS operation name (metrics label, log field).
             pub fn name(&self) -> &'static str {
                 match self {

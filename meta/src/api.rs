@@ -371,6 +371,38 @@ impl MetaNode {
         }
     }
 
+    pub(crate) async fn get_account_impl(&self, owner: &str) -> MetaResult<Account> {
+        self.linearizable().await?;
+        let db = &self.db;
+        let get = |c, k: &[u8]| db.get_cf(cf(db, c), k).map_err(db_err);
+        crate::accounts::resolve(&get, owner)?.ok_or(MetaError::NoSuchAccount)
+    }
+
+    pub(crate) async fn put_account_impl(&self, account: Account) -> MetaResult<Account> {
+        match self.write(Command::PutAccount { account }).await? {
+            Reply::Account(a) => Ok(a),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    pub(crate) async fn list_accounts_impl(&self) -> MetaResult<Vec<Account>> {
+        self.linearizable().await?;
+        scan_all(&self.db, CF_ACCOUNTS)
+    }
+
+    pub(crate) async fn delete_account_impl(&self, id: &str) -> MetaResult<()> {
+        self.write(Command::DeleteAccount { id: id.into() })
+            .await
+            .map(|_| ())
+    }
+
+    pub(crate) async fn adopt_keys_impl(&self) -> MetaResult<u64> {
+        match self.write(Command::AdoptKeys).await? {
+            Reply::Count(n) => Ok(n),
+            r => Err(unexpected(r)),
+        }
+    }
+
     pub(crate) async fn put_access_key_impl(&self, key: AccessKey) -> MetaResult<AccessKey> {
         match self.write(Command::PutAccessKey { key }).await? {
             Reply::AccessKey(k) => Ok(k),
@@ -625,6 +657,7 @@ impl ObjectMeta for MetaNode {
             Q::GetAccessKey { access_key_id } => {
                 A::AccessKey(self.get_access_key_impl(&access_key_id).await?)
             }
+            Q::GetAccount { owner } => A::Account(self.get_account_impl(&owner).await?),
             Q::ListRemotes => A::Remotes(self.list_remotes_impl().await?),
             Q::ReplicationStats { bucket } => {
                 A::Stats(self.replication_stats_impl(bucket.as_deref()).await?)
@@ -729,6 +762,10 @@ impl AdminMeta for MetaNode {
             Q::DeleteAccessKey { access_key_id } => {
                 A::Done(self.delete_access_key_impl(&access_key_id).await?)
             }
+            Q::PutAccount { account } => A::Account(self.put_account_impl(account).await?),
+            Q::ListAccounts => A::Accounts(self.list_accounts_impl().await?),
+            Q::DeleteAccount { id } => A::Done(self.delete_account_impl(&id).await?),
+            Q::AdoptKeys => A::Count(self.adopt_keys_impl().await?),
             Q::PutRemote { remote } => A::Done(self.put_remote_impl(remote).await?),
             Q::DeleteRemote { name } => A::Done(self.delete_remote_impl(&name).await?),
             Q::RetryFailed { bucket } => A::Count(self.retry_failed_impl(&bucket).await?),

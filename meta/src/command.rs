@@ -168,6 +168,18 @@ pub enum Command {
     DeleteAccessKey {
         access_key_id: String,
     },
+    /// Creates an account (`accounts::put_account`).
+    PutAccount {
+        account: Account,
+    },
+    /// Deletes an account and its keys (`accounts::delete_account`).
+    DeleteAccount {
+        id: String,
+    },
+    /// Gives every key stored before accounts existed an account
+    /// (`accounts::adopt_keys`). A build from before accounts cannot read
+    /// this entry, nor the two above.
+    AdoptKeys,
     RegisterDatanode {
         info: DatanodeInfo,
     },
@@ -280,6 +292,7 @@ pub enum Reply {
     Deleted(DeleteOutcome),
     Upload(Box<UploadInfo>),
     AccessKey(AccessKey),
+    Account(Account),
     Tasks(Vec<ReplicationTask>),
     Count(u64),
     Text(String),
@@ -304,6 +317,7 @@ impl Command {
                 | Command::CompleteUpload { .. }
                 | Command::PutObjectTags { .. }
                 | Command::PutAccessKey { .. }
+                | Command::PutAccount { .. }
                 | Command::PutBucketReplication { .. }
                 | Command::PutRemote { .. }
                 | Command::RecordIntents { .. }
@@ -333,6 +347,9 @@ impl Command {
             Command::AbortUpload { .. } => "abort_upload",
             Command::PutAccessKey { .. } => "put_access_key",
             Command::DeleteAccessKey { .. } => "delete_access_key",
+            Command::PutAccount { .. } => "put_account",
+            Command::DeleteAccount { .. } => "delete_account",
+            Command::AdoptKeys => "adopt_keys",
             Command::RegisterDatanode { .. } => "register_datanode",
             Command::PutBucketReplication { .. } => "put_bucket_replication",
             Command::DeleteBucketReplication { .. } => "delete_bucket_replication",

@@ -20,6 +20,7 @@
 // method; boxing it locally would only add conversions.
 #![allow(clippy::result_large_err)]
 
+mod accounts;
 mod api;
 mod apply;
 pub mod cluster;

@@ -588,6 +588,7 @@ async fn access_keys_datanodes_allocation_and_status() {
         name: "root".into(),
         created_ms: 1,
         is_root: true,
+        account: String::new(),
     };
     assert_eq!(
         m.put_access_key(key("first"))
@@ -687,4 +688,129 @@ async fn a_full_meta_disk_refuses_growth_and_serves_reads_and_deletes() {
         MetaError::NoSuchKey
     );
     m.shutdown().await;
+}
+
+#[tokio::test]
+async fn accounts_own_what_their_keys_made_before_accounts_existed() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path()).await;
+    let key = |id: &str, root: bool, account: &str| AccessKey {
+        access_key_id: id.into(),
+        secret_access_key: format!("secret-{id}"),
+        name: format!("name-{id}"),
+        created_ms: 1,
+        is_root: root,
+        account: account.into(),
+    };
+    // A data dir from before accounts: keys without accounts, buckets
+    // owned by access key ids, one of them a key deleted since.
+    m.put_access_key(key("AKROOT", true, "")).await.unwrap();
+    m.put_access_key(key("AKAPP", false, "")).await.unwrap();
+    m.create_bucket("app", "us-east-1", "AKAPP").await.unwrap();
+    m.create_bucket("orphan", "us-east-1", "AKGONE")
+        .await
+        .unwrap();
+    // Before adoption a legacy key already reads as its future account.
+    let legacy = Account::legacy_id("AKAPP");
+    assert_eq!(m.get_account("AKAPP").await.unwrap().id, legacy);
+
+    let root = m
+        .put_account(Account {
+            id: Account::new_id(),
+            name: "root".into(),
+            email: None,
+            created_ms: 1,
+            is_root: true,
+        })
+        .await
+        .unwrap();
+    // A second root is the first one.
+    let again = Account {
+        id: Account::new_id(),
+        name: "root2".into(),
+        email: None,
+        created_ms: 2,
+        is_root: true,
+    };
+    assert_eq!(m.put_account(again).await.unwrap(), root);
+    assert_eq!(m.adopt_keys().await.unwrap(), 2);
+    assert_eq!(m.adopt_keys().await.unwrap(), 0, "adoption is done once");
+    assert_eq!(m.get_access_key("AKROOT").await.unwrap().account, root.id);
+    assert_eq!(m.get_access_key("AKAPP").await.unwrap().account, legacy);
+    let app = m.get_account("AKAPP").await.unwrap();
+    assert_eq!(
+        (app.id.as_str(), app.name.as_str()),
+        (legacy.as_str(), "name-AKAPP")
+    );
+    assert_eq!(m.get_account(&legacy).await.unwrap(), app);
+    // The deleted key's bucket is root's.
+    assert_eq!(m.get_account("AKGONE").await.unwrap().id, root.id);
+    // An unknown canonical id is no account.
+    assert_eq!(
+        m.get_account(&Account::legacy_id("nobody"))
+            .await
+            .unwrap_err(),
+        MetaError::NoSuchAccount
+    );
+
+    // Rotation: a new key of the account, the old one deleted; the
+    // bucket still resolves to the same account.
+    m.put_access_key(key("AKAPP2", false, &legacy))
+        .await
+        .unwrap();
+    m.delete_access_key("AKAPP").await.unwrap();
+    assert_eq!(m.get_account("AKAPP").await.unwrap().id, legacy);
+    assert_eq!(
+        m.create_bucket("app", "us-east-1", &legacy)
+            .await
+            .unwrap_err(),
+        MetaError::BucketAlreadyOwnedByYou
+    );
+    assert_eq!(
+        m.create_bucket("app", "us-east-1", &root.id)
+            .await
+            .unwrap_err(),
+        MetaError::BucketAlreadyExists
+    );
+
+    // Names are unique; keys name existing accounts only.
+    let dup = Account {
+        id: Account::new_id(),
+        name: "name-AKAPP".into(),
+        email: None,
+        created_ms: 3,
+        is_root: false,
+    };
+    assert!(matches!(
+        m.put_account(dup).await.unwrap_err(),
+        MetaError::InvalidArgument(_)
+    ));
+    assert_eq!(
+        m.put_access_key(key("AKX", false, &Account::legacy_id("none")))
+            .await
+            .unwrap_err(),
+        MetaError::NoSuchAccount
+    );
+
+    // Deleting: refused for root and while the account owns a bucket;
+    // then its keys go with it.
+    assert!(matches!(
+        m.delete_account(&root.id).await.unwrap_err(),
+        MetaError::InvalidRequest(_)
+    ));
+    assert!(matches!(
+        m.delete_account(&legacy).await.unwrap_err(),
+        MetaError::InvalidRequest(_)
+    ));
+    m.delete_bucket("app").await.unwrap();
+    m.delete_account(&legacy).await.unwrap();
+    assert_eq!(
+        m.get_access_key("AKAPP2").await.unwrap_err(),
+        MetaError::NoSuchAccessKey
+    );
+    assert_eq!(m.list_accounts().await.unwrap(), vec![root.clone()]);
+    assert_eq!(
+        m.delete_account(&legacy).await.unwrap_err(),
+        MetaError::NoSuchAccount
+    );
 }

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use comfy_table::Table;
-use godwit_common::types::{AccessKey, DatanodeState, DatanodeStatus};
+use godwit_common::types::{AccessKey, Account, DatanodeState, DatanodeStatus};
 
 use godwit_common::net::s3_remote::{Body, ClientOptions, RemoteClient, SigV4};
 use godwit_common::replication::{RemoteInfo, RuleStats};
 
-use super::server::{ClusterStatus, KeySummary, RemoteSummary, RetryOutcome};
+use super::server::{AccountSummary, ClusterStatus, KeySummary, RemoteSummary, RetryOutcome};
 use crate::credentials::{RootCredentials, ROOT_CREDENTIALS_FILE};
 
 #[derive(Args)]
@@ -44,6 +44,9 @@ pub struct AdminArgs {
 
 #[derive(Subcommand)]
 pub enum AdminCommand {
+    /// Accounts: what owns buckets and objects; each has its keys.
+    #[command(subcommand)]
+    Account(AccountCommand),
     /// Access keys.
     #[command(subcommand)]
     Key(KeyCommand),
@@ -111,11 +114,32 @@ pub enum ReplicationCommand {
 }
 
 #[derive(Subcommand)]
+pub enum AccountCommand {
+    /// Create an account (then give it keys: `key create --account NAME`).
+    Create {
+        name: String,
+        /// For `emailAddress=` grantees.
+        #[arg(long)]
+        email: Option<String>,
+    },
+    /// Every account with its keys and buckets.
+    List,
+    /// One account (by name or canonical id) with its keys and buckets.
+    Show { account: String },
+    /// Delete an account and its keys (refused while it owns buckets).
+    Delete { account: String },
+}
+
+#[derive(Subcommand)]
 pub enum KeyCommand {
     /// Create an access key (its secret is shown once).
     Create {
         #[arg(long, default_value = "")]
         name: String,
+        /// The account (name or canonical id) the key signs for; without
+        /// it the key gets an account of its own, named after the key.
+        #[arg(long)]
+        account: Option<String>,
         /// Import a key made elsewhere with this id (with --secret-key)
         /// instead of generating one.
         #[arg(long = "access-key-id", requires = "import_secret")]
@@ -265,12 +289,17 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                 println!("datanode {id} is decommissioning: its blocks are moving to other nodes");
             }
         }
+        AdminCommand::Account(cmd) => account_command(&client, a.json, cmd).await?,
         AdminCommand::Key(KeyCommand::Create {
             name,
+            account,
             import_id,
             import_secret,
         }) => {
-            let q = format!("/admin/v1/keys?name={}", percent_encode(name));
+            let mut q = format!("/admin/v1/keys?name={}", percent_encode(name));
+            if let Some(account) = account {
+                q.push_str(&format!("&account={}", percent_encode(account)));
+            }
             let body = match (import_id, import_secret) {
                 (Some(id), Some(secret)) => serde_json::to_vec(&serde_json::json!({
                     "access_key_id": id,
@@ -287,8 +316,18 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&key)?);
             } else {
                 let mut t = Table::new();
-                t.set_header(vec!["access key id", "secret access key", "name"]);
-                t.add_row(vec![key.access_key_id, key.secret_access_key, key.name]);
+                t.set_header(vec![
+                    "access key id",
+                    "secret access key",
+                    "name",
+                    "account",
+                ]);
+                t.add_row(vec![
+                    key.access_key_id,
+                    key.secret_access_key,
+                    key.name,
+                    key.account,
+                ]);
                 println!("{t}\nThe secret is shown only now.");
             }
         }
@@ -302,13 +341,14 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&keys)?);
             } else {
                 let mut t = Table::new();
-                t.set_header(vec!["access key id", "name", "created", "root"]);
+                t.set_header(vec!["access key id", "name", "created", "root", "account"]);
                 for k in keys {
                     t.add_row(vec![
                         k.access_key_id,
                         k.name,
                         fmt_ms(k.created_ms),
                         k.is_root.to_string(),
+                        k.account,
                     ]);
                 }
                 println!("{t}");
@@ -531,6 +571,96 @@ fn human_bytes(n: u64) -> String {
     } else {
         format!("{v:.1} {}", UNITS[u])
     }
+}
+
+/// `godwit admin account ...`.
+async fn account_command(
+    client: &AdminClient,
+    json: bool,
+    cmd: &AccountCommand,
+) -> anyhow::Result<()> {
+    let path = |account: &str| format!("/admin/v1/accounts/{}", percent_encode(account));
+    match cmd {
+        AccountCommand::Create { name, email } => {
+            let mut q = format!("/admin/v1/accounts?name={}", percent_encode(name));
+            if let Some(email) = email {
+                q.push_str(&format!("&email={}", percent_encode(email)));
+            }
+            let account: Account = client.send(http::Method::POST, &q).await?.json().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&account)?);
+            } else {
+                let mut t = Table::new();
+                t.set_header(vec!["account", "canonical id", "email"]);
+                t.add_row(vec![
+                    account.name,
+                    account.id,
+                    account.email.unwrap_or_default(),
+                ]);
+                println!("{t}");
+            }
+        }
+        AccountCommand::List => {
+            let accounts: Vec<AccountSummary> = client
+                .send(http::Method::GET, "/admin/v1/accounts")
+                .await?
+                .json()
+                .await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&accounts)?);
+            } else {
+                let mut t = Table::new();
+                t.set_header(vec![
+                    "account",
+                    "canonical id",
+                    "email",
+                    "created",
+                    "root",
+                    "keys",
+                    "buckets",
+                ]);
+                for a in accounts {
+                    t.add_row(vec![
+                        a.name,
+                        a.id,
+                        a.email.unwrap_or_default(),
+                        fmt_ms(a.created_ms),
+                        a.is_root.to_string(),
+                        a.keys.len().to_string(),
+                        a.buckets.len().to_string(),
+                    ]);
+                }
+                println!("{t}");
+            }
+        }
+        AccountCommand::Show { account } => {
+            let a: AccountSummary = client
+                .send(http::Method::GET, &path(account))
+                .await?
+                .json()
+                .await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&a)?);
+            } else {
+                let mut t = Table::new();
+                t.add_row(vec!["account".to_string(), a.name]);
+                t.add_row(vec!["canonical id".to_string(), a.id]);
+                t.add_row(vec!["email".to_string(), a.email.unwrap_or_default()]);
+                t.add_row(vec!["created".to_string(), fmt_ms(a.created_ms)]);
+                t.add_row(vec!["root".to_string(), a.is_root.to_string()]);
+                t.add_row(vec!["keys".to_string(), a.keys.join("\n")]);
+                t.add_row(vec!["buckets".to_string(), a.buckets.join("\n")]);
+                println!("{t}");
+            }
+        }
+        AccountCommand::Delete { account } => {
+            client.send(http::Method::DELETE, &path(account)).await?;
+            if !json {
+                println!("deleted account {account}");
+            }
+        }
+    }
+    Ok(())
 }
 
 fn percent_encode(s: &str) -> String {

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use godwit_common::replication::{RemoteInfo, RuleStats};
-use godwit_common::types::AccessKey;
+use godwit_common::types::{AccessKey, Account};
 use godwit_common::{AdminMeta, BlockMeta, MetaError, ObjectMeta};
 use godwit_gateway::auth::{self, SecretLookup};
 use godwit_gateway::error::S3Error;
@@ -109,17 +109,35 @@ pub struct KeySummary {
     pub name: String,
     pub created_ms: i64,
     pub is_root: bool,
+    /// The canonical id of the key's account.
+    #[serde(default)]
+    pub account: String,
 }
 
-impl From<AccessKey> for KeySummary {
-    fn from(k: AccessKey) -> Self {
+impl KeySummary {
+    fn of(k: AccessKey, root_id: &str) -> Self {
         KeySummary {
+            account: k.account_id(root_id),
             access_key_id: k.access_key_id,
             name: k.name,
             created_ms: k.created_ms,
             is_root: k.is_root,
         }
     }
+}
+
+/// An account as `account list` and `account show` present it: its keys
+/// (ids only) and the buckets it owns.
+#[derive(Serialize, Deserialize, Debug)]
+pub struct AccountSummary {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub email: Option<String>,
+    pub created_ms: i64,
+    pub is_root: bool,
+    pub keys: Vec<String>,
+    pub buckets: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -143,6 +161,12 @@ impl IntoResponse for AdminError {
             AdminError::BadRequest(m) => (StatusCode::BAD_REQUEST, m),
             AdminError::Meta(MetaError::NoSuchAccessKey) => {
                 (StatusCode::NOT_FOUND, "no such access key".into())
+            }
+            AdminError::Meta(MetaError::NoSuchAccount) => {
+                (StatusCode::NOT_FOUND, "no such account".into())
+            }
+            AdminError::Meta(e @ MetaError::InvalidArgument(_)) => {
+                (StatusCode::BAD_REQUEST, e.to_string())
             }
             AdminError::Meta(e @ MetaError::NoSuchRemote(_)) => {
                 (StatusCode::NOT_FOUND, e.to_string())
@@ -225,13 +249,144 @@ async fn list_keys(
     req: Request,
 ) -> Result<Json<Vec<KeySummary>>, AdminError> {
     require_root(&s, req).await?;
-    let keys = s.meta()?.admin.list_access_keys().await?;
-    Ok(Json(keys.into_iter().map(KeySummary::from).collect()))
+    let meta = s.meta()?;
+    let root = root_account(&meta).await?;
+    let keys = meta.admin.list_access_keys().await?;
+    Ok(Json(
+        keys.into_iter()
+            .map(|k| KeySummary::of(k, &root.id))
+            .collect(),
+    ))
+}
+
+/// The root account (made at start-up).
+async fn root_account(meta: &MetaHandles) -> Result<Account, AdminError> {
+    let accounts = meta.admin.list_accounts().await?;
+    accounts
+        .into_iter()
+        .find(|a| a.is_root)
+        .ok_or(AdminError::NotReady)
+}
+
+/// The account named `name_or_id` (its display name or canonical id).
+async fn find_account(meta: &MetaHandles, name_or_id: &str) -> Result<Account, AdminError> {
+    meta.admin
+        .list_accounts()
+        .await?
+        .into_iter()
+        .find(|a| a.name == name_or_id || a.id == name_or_id)
+        .ok_or(AdminError::Meta(MetaError::NoSuchAccount))
+}
+
+/// Every account with its keys and buckets.
+async fn account_summaries(meta: &MetaHandles) -> Result<Vec<AccountSummary>, AdminError> {
+    let accounts = meta.admin.list_accounts().await?;
+    let root = accounts
+        .iter()
+        .find(|a| a.is_root)
+        .map(|a| a.id.clone())
+        .unwrap_or_default();
+    let keys = meta.admin.list_access_keys().await?;
+    let mut owners = Vec::new();
+    for b in meta.objects.list_buckets().await? {
+        let owner = match meta.objects.get_account(&b.owner).await {
+            Ok(a) => a.id,
+            Err(MetaError::NoSuchAccount) => b.owner.clone(),
+            Err(e) => return Err(e.into()),
+        };
+        owners.push((owner, b.name));
+    }
+    Ok(accounts
+        .into_iter()
+        .map(|a| AccountSummary {
+            keys: keys
+                .iter()
+                .filter(|k| k.account_id(&root) == a.id)
+                .map(|k| k.access_key_id.clone())
+                .collect(),
+            buckets: owners
+                .iter()
+                .filter(|(owner, _)| *owner == a.id)
+                .map(|(_, name)| name.clone())
+                .collect(),
+            id: a.id,
+            name: a.name,
+            email: a.email,
+            created_ms: a.created_ms,
+            is_root: a.is_root,
+        })
+        .collect())
+}
+
+async fn list_accounts(
+    State(s): State<Arc<AdminState>>,
+    req: Request,
+) -> Result<Json<Vec<AccountSummary>>, AdminError> {
+    require_root(&s, req).await?;
+    Ok(Json(account_summaries(&s.meta()?).await?))
+}
+
+async fn show_account(
+    State(s): State<Arc<AdminState>>,
+    Path(name_or_id): Path<String>,
+    req: Request,
+) -> Result<Json<AccountSummary>, AdminError> {
+    require_root(&s, req).await?;
+    account_summaries(&s.meta()?)
+        .await?
+        .into_iter()
+        .find(|a| a.name == name_or_id || a.id == name_or_id)
+        .map(Json)
+        .ok_or(AdminError::Meta(MetaError::NoSuchAccount))
+}
+
+#[derive(Deserialize)]
+struct CreateAccountQuery {
+    name: String,
+    email: Option<String>,
+}
+
+async fn create_account(
+    State(s): State<Arc<AdminState>>,
+    Query(q): Query<CreateAccountQuery>,
+    req: Request,
+) -> Result<Json<Account>, AdminError> {
+    require_root(&s, req).await?;
+    let meta = s.meta()?;
+    if find_account(&meta, &q.name).await.is_ok() {
+        return Err(AdminError::BadRequest(format!(
+            "an account named {} exists already",
+            q.name
+        )));
+    }
+    let account = Account {
+        id: Account::new_id(),
+        name: q.name,
+        email: q.email.filter(|e| !e.is_empty()),
+        created_ms: time::OffsetDateTime::now_utc().unix_timestamp() * 1000,
+        is_root: false,
+    };
+    Ok(Json(meta.admin.put_account(account).await?))
+}
+
+async fn delete_account(
+    State(s): State<Arc<AdminState>>,
+    Path(name_or_id): Path<String>,
+    req: Request,
+) -> Result<StatusCode, AdminError> {
+    require_root(&s, req).await?;
+    let meta = s.meta()?;
+    let account = find_account(&meta, &name_or_id).await?;
+    meta.admin.delete_account(&account.id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(Deserialize)]
 struct CreateKeyQuery {
     name: Option<String>,
+    /// The account (name or id) the key signs for; absent: a new account
+    /// named after the key.
+    account: Option<String>,
 }
 
 /// Optional body of `POST /admin/v1/keys`: a key made elsewhere, imported
@@ -260,14 +415,47 @@ async fn create_key(
         require_root(&s, req).await?;
         crate::credentials::generate_key_pair()
     };
+    let meta = s.meta()?;
+    let name = q.name.unwrap_or_default();
+    let now_ms = time::OffsetDateTime::now_utc().unix_timestamp() * 1000;
+    if meta.objects.get_access_key(&id).await.is_ok() {
+        return Err(AdminError::BadRequest(format!(
+            "access key {id} exists already"
+        )));
+    }
+    let account = match q.account.as_deref().filter(|a| !a.is_empty()) {
+        Some(name_or_id) => find_account(&meta, name_or_id).await?,
+        None => {
+            // A key of its own account, as every key made before
+            // accounts existed became.
+            let mut account_name = if name.is_empty() {
+                format!("key-{id}")
+            } else {
+                name.clone()
+            };
+            if find_account(&meta, &account_name).await.is_ok() {
+                account_name = format!("{account_name}-{id}");
+            }
+            meta.admin
+                .put_account(Account {
+                    id: Account::new_id(),
+                    name: account_name,
+                    email: None,
+                    created_ms: now_ms,
+                    is_root: false,
+                })
+                .await?
+        }
+    };
     let key = AccessKey {
         access_key_id: id,
         secret_access_key: secret,
-        name: q.name.unwrap_or_default(),
-        created_ms: time::OffsetDateTime::now_utc().unix_timestamp() * 1000,
+        name,
+        created_ms: now_ms,
         is_root: false,
+        account: account.id,
     };
-    let stored = s.meta()?.admin.put_access_key(key.clone()).await?;
+    let stored = meta.admin.put_access_key(key.clone()).await?;
     if stored.secret_access_key != key.secret_access_key {
         return Err(AdminError::BadRequest(format!(
             "access key {} exists already",
@@ -465,6 +653,14 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/metrics", get(metrics))
         .route("/admin/v1/keys", get(list_keys).post(create_key))
         .route("/admin/v1/keys/{id}", delete(delete_key))
+        .route(
+            "/admin/v1/accounts",
+            get(list_accounts).post(create_account),
+        )
+        .route(
+            "/admin/v1/accounts/{name}",
+            get(show_account).delete(delete_account),
+        )
         .route("/admin/v1/status", get(status))
         .route("/admin/v1/remotes", get(list_remotes).post(add_remote))
         .route("/admin/v1/remotes/{name}", delete(remove_remote))

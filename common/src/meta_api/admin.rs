@@ -22,6 +22,10 @@ request_enum! {
         PutAccessKey { key: AccessKey },
         ListAccessKeys,
         DeleteAccessKey { access_key_id: String },
+        PutAccount { account: Account },
+        ListAccounts,
+        DeleteAccount { id: String },
+        AdoptKeys,
         PutRemote { remote: RemoteInfo },
         DeleteRemote { name: String },
         RetryFailed { bucket: String },
@@ -36,6 +40,8 @@ pub enum AdminResponse {
     Datanodes(Vec<DatanodeStatus>),
     AccessKey(AccessKey),
     AccessKeys(Vec<AccessKey>),
+    Account(Account),
+    Accounts(Vec<Account>),
     Count(u64),
 }
 
@@ -49,7 +55,10 @@ impl MetaRequest for AdminRequest {
 
     fn retry_safe(&self) -> bool {
         use AdminRequest::*;
-        matches!(self, Status | DatanodeStatus | ListAccessKeys)
+        matches!(
+            self,
+            Status | DatanodeStatus | ListAccessKeys | ListAccounts
+        )
     }
 
     fn slow(&self) -> bool {
@@ -92,6 +101,27 @@ pub trait AdminMeta: Send + Sync + 'static {
             access_key_id: access_key_id.into(),
         };
         ask!(self, req => AdminResponse::Done)
+    }
+    /// Creates the account when its id is free; returns the stored one.
+    /// An account with `is_root` returns the root account when one exists.
+    /// `InvalidArgument` for a malformed id or a name another account has.
+    async fn put_account(&self, account: Account) -> MetaResult<Account> {
+        ask!(self, AdminRequest::PutAccount { account } => AdminResponse::Account)
+    }
+    async fn list_accounts(&self) -> MetaResult<Vec<Account>> {
+        ask!(self, AdminRequest::ListAccounts => AdminResponse::Accounts)
+    }
+    /// Deletes an account and its keys. `NoSuchAccount`; `InvalidRequest`
+    /// for root or while it owns buckets.
+    async fn delete_account(&self, id: &str) -> MetaResult<()> {
+        ask!(self, AdminRequest::DeleteAccount { id: id.into() } => AdminResponse::Done)
+    }
+    /// Gives every key stored before accounts existed an account: the root
+    /// key joins the root account, every other key gets its own
+    /// (`Account::legacy_id`). Idempotent; returns how many keys it moved.
+    /// Needs the root account to exist.
+    async fn adopt_keys(&self) -> MetaResult<u64> {
+        ask!(self, AdminRequest::AdoptKeys => AdminResponse::Count)
     }
     /// Adds or replaces a remote.
     async fn put_remote(&self, remote: RemoteInfo) -> MetaResult<()> {

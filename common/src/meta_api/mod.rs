@@ -175,6 +175,7 @@ mod tests {
                     name: "n".into(),
                     created_ms: 0,
                     is_root: false,
+                    account: String::new(),
                 },
             }
             .retry_safe(),

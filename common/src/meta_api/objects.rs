@@ -52,6 +52,7 @@ request_enum! {
         DeleteBucketReplication { bucket: String },
         EditReplicationRule { bucket: String, edit: RuleEdit },
         GetAccessKey { access_key_id: String },
+        GetAccount { owner: String },
         ListRemotes,
         ReplicationStats { bucket: Option<String> },
     }
@@ -76,6 +77,7 @@ pub enum ObjectResponse {
     Replication(ReplicationConfig),
     Rule(Box<ReplicationRule>),
     AccessKey(AccessKey),
+    Account(Account),
     Remotes(Vec<RemoteInfo>),
     Stats(Vec<RuleStats>),
 }
@@ -102,6 +104,7 @@ impl MetaRequest for ObjectRequest {
                 | ListUploads { .. }
                 | GetBucketReplication { .. }
                 | GetAccessKey { .. }
+                | GetAccount { .. }
                 | ListRemotes
                 | ReplicationStats { .. }
         )
@@ -360,6 +363,16 @@ pub trait ObjectMeta: Send + Sync + 'static {
             access_key_id: access_key_id.into(),
         };
         ask!(self, req => ObjectResponse::AccessKey)
+    }
+    /// The account behind an owner as stored: an account id, or the
+    /// access key id that buckets and objects made before accounts existed
+    /// carry (its key's account, the account it was adopted into, or root
+    /// when the key is gone). `NoSuchAccount` for an unknown account id.
+    async fn get_account(&self, owner: &str) -> MetaResult<Account> {
+        let req = ObjectRequest::GetAccount {
+            owner: owner.into(),
+        };
+        ask!(self, req => ObjectResponse::Account)
     }
     /// Every remote, with secrets (internal callers only; the admin API
     /// strips them).

@@ -11,7 +11,7 @@ use super::{empty_response, read_small_body, set_header, xml_response, ApiResult
 use crate::error::S3Error;
 use crate::xml::render;
 use crate::xml::requests::{parse_create_bucket, parse_versioning};
-use crate::xml::responses::{Ns, VersioningConfiguration};
+use crate::xml::responses::{Ns, Owner, VersioningConfiguration};
 
 /// The region whose LocationConstraint is written empty.
 pub const US_EAST_1: &str = "us-east-1";
@@ -21,14 +21,21 @@ const MAX_CONFIG_BODY: usize = 64 * 1024;
 /// ListBuckets: every bucket, listed for the requester, who the answer
 /// names as their owner.
 pub struct BucketList {
-    pub owner: String,
+    pub owner: Owner,
     pub buckets: Vec<BucketInfo>,
 }
 
+/// The caller's own buckets; root's list holds every bucket.
 pub async fn list_buckets(ctx: &Ctx) -> Result<BucketList, S3Error> {
+    let mut buckets = Vec::new();
+    for bucket in ctx.gw.meta.list_buckets().await? {
+        if ctx.caller.is_root || ctx.owner_of(&bucket.owner).await?.id == ctx.caller.id {
+            buckets.push(bucket);
+        }
+    }
     Ok(BucketList {
-        owner: ctx.owner().to_string(),
-        buckets: ctx.gw.meta.list_buckets().await?,
+        owner: ctx.caller_owner(),
+        buckets,
     })
 }
 
@@ -133,17 +140,14 @@ pub async fn put_versioning(ctx: &Ctx, body: Body) -> ApiResult {
 /// bucket's owner (the requester for a bucket created before owners were
 /// kept); each dialect reports its default grant for it.
 pub struct BucketAcl {
-    pub owner: String,
+    pub owner: Owner,
 }
 
 pub async fn get_bucket_acl(ctx: &Ctx) -> Result<BucketAcl, S3Error> {
     let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    let owner = if bucket.owner.is_empty() {
-        ctx.owner().to_string()
-    } else {
-        bucket.owner
-    };
-    Ok(BucketAcl { owner })
+    Ok(BucketAcl {
+        owner: ctx.owner_of(&bucket.owner).await?,
+    })
 }
 
 #[cfg(test)]

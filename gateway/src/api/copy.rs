@@ -69,6 +69,8 @@ pub fn parse_copy_source(raw: &str) -> Result<CopySource, S3Error> {
 async fn load_source(ctx: &Ctx) -> Result<(CopySource, ObjectRead), S3Error> {
     let raw = ctx.header("x-amz-copy-source").unwrap_or_default();
     let src = parse_copy_source(raw)?;
+    // Reading the source needs the same right as a GetObject of it.
+    crate::authz::check_bucket(&ctx.gw, &src.bucket, &ctx.caller).await?;
     let obj = ctx
         .gw
         .meta

@@ -37,6 +37,7 @@ use crate::auth::AuthOutcome;
 use crate::body::checksum::{expected_from_headers, verify, Expected, Hasher};
 use crate::error::{from_io, S3Error};
 use crate::router::Query;
+use crate::xml::responses::Owner;
 use crate::Gateway;
 
 /// Everything a handler knows about its request besides the body.
@@ -47,6 +48,8 @@ pub struct Ctx {
     pub bucket: Option<String>,
     pub key: Option<String>,
     pub auth: AuthOutcome,
+    /// The account the request acts for (`accounts`).
+    pub caller: Arc<godwit_common::types::Account>,
     /// S3 or OSS: decides how responses that differ are rendered.
     pub dialect: crate::dialect::Dialect,
     /// What the request's dialect asks of the handlers.
@@ -71,9 +74,51 @@ impl Ctx {
         self.parts.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
-    /// The owner recorded on what this request creates.
+    /// The owner recorded on what this request creates: the caller's
+    /// account id.
     pub fn owner(&self) -> &str {
-        &self.auth.access_key_id
+        &self.caller.id
+    }
+
+    /// The caller as responses show an owner.
+    pub fn caller_owner(&self) -> Owner {
+        Owner::new(&self.caller.id, &self.caller.name)
+    }
+
+    /// How responses show `owner` as stored (the caller for records from
+    /// before owners were kept).
+    pub async fn owner_of(&self, owner: &str) -> Result<Owner, S3Error> {
+        if owner.is_empty() {
+            return Ok(self.caller_owner());
+        }
+        let (id, name) = self.gw.accounts.display(owner).await?;
+        Ok(Owner::new(&id, &name))
+    }
+
+    /// `owner_of` for every distinct owner of a page, resolved once each.
+    pub async fn owner_names(&self, mut owners: Vec<String>) -> Result<OwnerNames, S3Error> {
+        owners.sort_unstable();
+        owners.dedup();
+        let mut names = std::collections::HashMap::new();
+        for owner in owners {
+            let shown = self.owner_of(&owner).await?;
+            names.insert(owner, shown);
+        }
+        Ok(OwnerNames(names))
+    }
+}
+
+/// Owners of a page as responses show them (`Ctx::owner_names`).
+#[derive(Default)]
+pub struct OwnerNames(std::collections::HashMap<String, Owner>);
+
+impl OwnerNames {
+    /// The resolved owner, or the stored value as both id and name.
+    pub fn get(&self, owner: &str) -> Owner {
+        self.0
+            .get(owner)
+            .cloned()
+            .unwrap_or_else(|| Owner::new(owner, owner))
     }
 }
 

@@ -18,7 +18,7 @@ use super::object::{check_write_conditions, write_checksum_headers};
 use super::tagging::tags_from_headers;
 use super::{
     empty_response, read_small_body, replica_origin, set_header, shows_version_id, version_header,
-    xml_response, ApiResult, Ctx, ObjectFacts, MAX_XML_BODY,
+    xml_response, ApiResult, Ctx, ObjectFacts, OwnerNames, MAX_XML_BODY,
 };
 use crate::blocks::{write_stream, Written};
 use crate::body::checksum::{
@@ -414,9 +414,11 @@ impl PartsQuery {
                 )
                 .await?
         };
+        let owner = ctx.owner_of(&upload.owner).await?;
         Ok(PartsListing {
             query: self,
             upload,
+            owner,
             page,
         })
     }
@@ -426,6 +428,8 @@ impl PartsQuery {
 pub struct PartsListing {
     pub query: PartsQuery,
     pub upload: UploadInfo,
+    /// The upload's owner (and initiator) as responses show it.
+    pub owner: Owner,
     pub page: ListPartsPage,
 }
 
@@ -439,6 +443,8 @@ pub(crate) struct UploadsListing {
     pub key_marker: Option<String>,
     pub upload_id_marker: Option<String>,
     pub page: ListUploadsPage,
+    /// The owners of the page's uploads as responses show them.
+    pub owners: OwnerNames,
 }
 
 pub(crate) async fn list_uploads(ctx: &Ctx) -> Result<UploadsListing, S3Error> {
@@ -462,11 +468,15 @@ pub(crate) async fn list_uploads(ctx: &Ctx) -> Result<UploadsListing, S3Error> {
             })
             .await?
     };
+    let owners = ctx
+        .owner_names(page.uploads.iter().map(|u| u.owner.clone()).collect())
+        .await?;
     Ok(UploadsListing {
         list,
         key_marker,
         upload_id_marker,
         page,
+        owners,
     })
 }
 

@@ -362,7 +362,7 @@ pub async fn delete_object(ctx: &Ctx) -> ApiResult {
 /// kept) and which version was read; each dialect reports its default
 /// grant for it.
 pub struct ObjectAcl {
-    pub owner: String,
+    pub owner: crate::xml::responses::Owner,
     pub version_id: String,
 }
 
@@ -376,13 +376,8 @@ pub async fn get_object_acl(ctx: &Ctx) -> Result<ObjectAcl, ApiError> {
     if obj.version.is_delete_marker {
         return Err(delete_marker_error(&obj.version, version_id.is_some()));
     }
-    let owner = if obj.version.owner.is_empty() {
-        ctx.owner().to_string()
-    } else {
-        obj.version.owner
-    };
     Ok(ObjectAcl {
-        owner,
+        owner: ctx.owner_of(&obj.version.owner).await?,
         version_id: obj.version.version_id,
     })
 }

@@ -63,6 +63,8 @@ pub fn ec(err: &S3Error) -> &'static str {
         S3Error::NoSuchBucket => "0015-00000101",
         // V1/V4 request with an unknown AccessKeyId.
         S3Error::InvalidAccessKeyId => "0002-00000902",
+        // The account lacks the permission for the operation.
+        S3Error::AccessDenied(_) => "0003-00000001",
         _ => FALLBACK_EC,
     }
 }

@@ -20,7 +20,7 @@ use crate::api::list::{
 };
 use crate::api::multipart::{PartsListing, PartsQuery, UploadsListing};
 use crate::api::object::ObjectAcl;
-use crate::api::{set_header, xml_response, ApiResult, Ctx, ObjectFacts};
+use crate::api::{set_header, xml_response, ApiResult, Ctx, ObjectFacts, OwnerNames};
 use crate::error::S3Error;
 use crate::xml::{quote_etag, render};
 
@@ -77,7 +77,7 @@ pub fn list_buckets(ctx: &Ctx, list: BucketList) -> Result<Response, S3Error> {
     doc(
         "ListAllMyBucketsResult",
         &ListAllMyBucketsResult {
-            owner: Owner::new(&list.owner),
+            owner: list.owner,
             buckets: Buckets {
                 bucket: list
                     .buckets
@@ -113,11 +113,7 @@ pub async fn get_bucket_info(ctx: &Ctx) -> ApiResult {
         Err(godwit_common::MetaError::ReplicationConfigurationNotFound) => "Disabled",
         Err(e) => return Err(e.into()),
     };
-    let owner = if bucket.owner.is_empty() {
-        ctx.owner().to_string()
-    } else {
-        bucket.owner.clone()
-    };
+    let owner = ctx.owner_of(&bucket.owner).await?;
     let ep = endpoint(ctx);
     Ok(doc(
         "BucketInfo",
@@ -139,7 +135,7 @@ pub async fn get_bucket_info(ctx: &Ctx) -> ApiResult {
                     VersioningState::Enabled => Some("Enabled"),
                     VersioningState::Suspended => Some("Suspended"),
                 },
-                owner: Owner::new(&owner),
+                owner,
                 acl: AccessControlList { grant: "private" },
                 comment: String::new(),
             },
@@ -222,17 +218,17 @@ pub fn object_acl(acl: ObjectAcl) -> Result<Response, S3Error> {
     acl_policy(&acl.owner, "default")
 }
 
-fn acl_policy(owner: &str, grant: &'static str) -> Result<Response, S3Error> {
+fn acl_policy(owner: &Owner, grant: &'static str) -> Result<Response, S3Error> {
     doc(
         "AccessControlPolicy",
         &AccessControlPolicy {
-            owner: Owner::new(owner),
+            owner: owner.clone(),
             acl: AccessControlList { grant },
         },
     )
 }
 
-fn entry(v: &ObjectVersion, enc: &Enc, owner: bool) -> ObjectEntry {
+fn entry(v: &ObjectVersion, enc: &Enc, owners: Option<&OwnerNames>) -> ObjectEntry {
     ObjectEntry {
         key: enc.s(&v.key),
         last_modified: iso8601_s(v.last_modified_ms),
@@ -240,7 +236,7 @@ fn entry(v: &ObjectVersion, enc: &Enc, owner: bool) -> ObjectEntry {
         kind: object_type(v),
         size: v.size,
         storage_class: STANDARD,
-        owner: owner.then(|| Owner::new(&v.owner)),
+        owner: owners.map(|o| o.get(&v.owner)),
     }
 }
 
@@ -249,6 +245,9 @@ fn entry(v: &ObjectVersion, enc: &Enc, owner: bool) -> ObjectEntry {
 /// asks for it).
 pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
     let V1Listing { list, marker, page } = fetch_v1(ctx).await?;
+    let owners = ctx
+        .owner_names(page.objects.iter().map(|v| v.owner.clone()).collect())
+        .await?;
     let enc = list.enc;
     Ok(doc(
         "ListBucketResult",
@@ -264,7 +263,11 @@ pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
                 .is_truncated
                 .then(|| enc.opt(page.next_marker.as_deref()))
                 .flatten(),
-            contents: page.objects.iter().map(|v| entry(v, &enc, true)).collect(),
+            contents: page
+                .objects
+                .iter()
+                .map(|v| entry(v, &enc, Some(&owners)))
+                .collect(),
             common_prefixes: enc.prefixes(&page.common_prefixes),
             ..Default::default()
         },
@@ -284,10 +287,17 @@ pub async fn list_objects_v2(ctx: &Ctx) -> ApiResult {
         fetch_owner,
     } = q;
     let enc = list.enc;
+    let owners = match fetch_owner {
+        true => Some(
+            ctx.owner_names(page.objects.iter().map(|v| v.owner.clone()).collect())
+                .await?,
+        ),
+        false => None,
+    };
     let contents: Vec<ObjectEntry> = page
         .objects
         .iter()
-        .map(|v| entry(v, &enc, fetch_owner))
+        .map(|v| entry(v, &enc, owners.as_ref()))
         .collect();
     let common_prefixes = enc.prefixes(&page.common_prefixes);
     Ok(doc(
@@ -322,6 +332,9 @@ pub async fn list_versions(ctx: &Ctx) -> ApiResult {
         version_id_marker,
     } = q;
     let enc = list.enc;
+    let owners = ctx
+        .owner_names(page.versions.iter().map(|v| v.owner.clone()).collect())
+        .await?;
     let (markers, versions): (Vec<_>, Vec<_>) =
         page.versions.iter().partition(|v| v.is_delete_marker);
     Ok(doc(
@@ -354,7 +367,7 @@ pub async fn list_versions(ctx: &Ctx) -> ApiResult {
                     kind: object_type(v),
                     size: v.size,
                     storage_class: STANDARD,
-                    owner: Owner::new(&v.owner),
+                    owner: owners.get(&v.owner),
                 })
                 .collect(),
             delete_markers: markers
@@ -364,7 +377,7 @@ pub async fn list_versions(ctx: &Ctx) -> ApiResult {
                     version_id: v.version_id.clone(),
                     is_latest: v.is_latest,
                     last_modified: iso8601_s(v.last_modified_ms),
-                    owner: Owner::new(&v.owner),
+                    owner: owners.get(&v.owner),
                 })
                 .collect(),
             common_prefixes: enc.prefixes(&page.common_prefixes),
@@ -379,6 +392,7 @@ pub async fn list_parts(ctx: &Ctx, upload_id: &str) -> ApiResult {
         query: PartsQuery { max_parts, marker },
         upload,
         page,
+        ..
     } = q.fetch(ctx, upload_id).await?;
     let last = page.parts.last().map(|p| p.number).unwrap_or(marker);
     let next = if page.is_truncated {
@@ -446,6 +460,7 @@ pub(crate) fn list_uploads(ctx: &Ctx, listing: UploadsListing) -> Result<Respons
         key_marker,
         upload_id_marker,
         page,
+        ..
     } = listing;
     let Listing {
         max: max_uploads,
@@ -558,7 +573,11 @@ mod tests {
             &ListBucketResult {
                 name: "b".into(),
                 encoding_type: Some("url".into()),
-                contents: vec![entry(&version(0, None), &Enc(true), true)],
+                contents: vec![entry(
+                    &version(0, None),
+                    &Enc(true),
+                    Some(&OwnerNames::default()),
+                )],
                 ..Default::default()
             },
         )

@@ -11,9 +11,9 @@ use crate::api::object::ObjectAcl;
 use crate::api::{version_header, xml_response};
 use crate::error::S3Error;
 use crate::xml::render;
-use crate::xml::responses::AccessControlPolicy;
+use crate::xml::responses::{AccessControlPolicy, Owner};
 
-fn owner_full_control(owner: &str) -> Result<Response, S3Error> {
+fn owner_full_control(owner: &Owner) -> Result<Response, S3Error> {
     Ok(xml_response(
         StatusCode::OK,
         render(

@@ -7,15 +7,13 @@ use http::StatusCode;
 use crate::api::bucket::{BucketList, BucketLocation, US_EAST_1};
 use crate::api::xml_response;
 use crate::error::S3Error;
-use crate::xml::responses::{
-    BucketEntry, Buckets, ListAllMyBucketsResult, LocationConstraint, Ns, Owner,
-};
+use crate::xml::responses::{BucketEntry, Buckets, ListAllMyBucketsResult, LocationConstraint, Ns};
 use crate::xml::{iso8601_ms, render};
 
 pub fn list_buckets(list: BucketList) -> Result<Response, S3Error> {
     let doc = ListAllMyBucketsResult {
         xmlns: Ns::default(),
-        owner: Owner::new(&list.owner),
+        owner: list.owner,
         buckets: Buckets {
             bucket: list
                 .buckets

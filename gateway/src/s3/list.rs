@@ -5,7 +5,7 @@ use godwit_common::types::{ListObjectsPage, ListVersionsPage, ObjectVersion};
 use http::StatusCode;
 
 use crate::api::list::{encode_token, fetch_v1, Enc, V1Listing, V2Query, VersionsQuery};
-use crate::api::{xml_response, ApiResult, Ctx};
+use crate::api::{xml_response, ApiResult, Ctx, OwnerNames};
 use crate::body::checksum::{get_checksum, Algo};
 use crate::error::S3Error;
 use crate::xml::responses::*;
@@ -20,7 +20,7 @@ fn algorithms(v: &ObjectVersion) -> Vec<String> {
         .collect()
 }
 
-fn entry(v: &ObjectVersion, enc: &Enc, owner: bool) -> ObjectEntry {
+fn entry(v: &ObjectVersion, enc: &Enc, owners: Option<&OwnerNames>) -> ObjectEntry {
     ObjectEntry {
         key: enc.s(&v.key),
         last_modified: iso8601_ms(v.last_modified_ms),
@@ -28,13 +28,20 @@ fn entry(v: &ObjectVersion, enc: &Enc, owner: bool) -> ObjectEntry {
         checksum_algorithm: algorithms(v),
         size: v.size,
         storage_class: "STANDARD",
-        owner: owner.then(|| Owner::new(&v.owner)),
+        owner: owners.map(|o| o.get(&v.owner)),
     }
 }
 
 pub async fn list_objects_v2(ctx: &Ctx) -> ApiResult {
     let q = V2Query::parse(&ctx.query)?;
     let page = q.fetch(ctx).await?;
+    let owners = match q.fetch_owner {
+        true => Some(
+            ctx.owner_names(page.objects.iter().map(|v| v.owner.clone()).collect())
+                .await?,
+        ),
+        false => None,
+    };
     let list = q.list;
     let doc = v2_result(
         ctx.bucket(),
@@ -43,7 +50,7 @@ pub async fn list_objects_v2(ctx: &Ctx) -> ApiResult {
         q.token.as_deref(),
         q.start_after,
         list.max,
-        q.fetch_owner,
+        owners.as_ref(),
         &list.enc,
         page,
     );
@@ -61,15 +68,11 @@ pub fn v2_result(
     token: Option<&str>,
     start_after: Option<String>,
     max_keys: usize,
-    fetch_owner: bool,
+    owners: Option<&OwnerNames>,
     enc: &Enc,
     page: ListObjectsPage,
 ) -> ListBucketResult {
-    let contents: Vec<ObjectEntry> = page
-        .objects
-        .iter()
-        .map(|v| entry(v, enc, fetch_owner))
-        .collect();
+    let contents: Vec<ObjectEntry> = page.objects.iter().map(|v| entry(v, enc, owners)).collect();
     let common_prefixes = enc.prefixes(&page.common_prefixes);
     ListBucketResult {
         name: bucket.to_string(),
@@ -93,6 +96,9 @@ pub fn v2_result(
 
 pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
     let V1Listing { list, marker, page } = fetch_v1(ctx).await?;
+    let owners = ctx
+        .owner_names(page.objects.iter().map(|v| v.owner.clone()).collect())
+        .await?;
     let enc = &list.enc;
     let doc = ListBucketResult {
         name: ctx.bucket().to_string(),
@@ -106,7 +112,11 @@ pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
         delimiter: enc.opt(list.delimiter.as_deref()),
         encoding_type: enc.name(),
         is_truncated: page.is_truncated,
-        contents: page.objects.iter().map(|v| entry(v, enc, true)).collect(),
+        contents: page
+            .objects
+            .iter()
+            .map(|v| entry(v, enc, Some(&owners)))
+            .collect(),
         common_prefixes: enc.prefixes(&page.common_prefixes),
         ..Default::default()
     };
@@ -125,6 +135,9 @@ pub async fn list_versions(ctx: &Ctx) -> ApiResult {
         .into());
     }
     let page = q.fetch(ctx).await?;
+    let owners = ctx
+        .owner_names(page.versions.iter().map(|v| v.owner.clone()).collect())
+        .await?;
     let list = q.list;
     let doc = versions_result(
         ctx.bucket(),
@@ -134,6 +147,7 @@ pub async fn list_versions(ctx: &Ctx) -> ApiResult {
         q.version_id_marker,
         list.max,
         &list.enc,
+        &owners,
         page,
     );
     Ok(xml_response(
@@ -151,6 +165,7 @@ pub fn versions_result(
     version_id_marker: Option<String>,
     max_keys: usize,
     enc: &Enc,
+    owners: &OwnerNames,
     page: ListVersionsPage,
 ) -> ListVersionsResult {
     // Meta lists in key order, newest first within a key; S3 keeps that
@@ -165,7 +180,7 @@ pub fn versions_result(
                     version_id: v.version_id.clone(),
                     is_latest: v.is_latest,
                     last_modified: iso8601_ms(v.last_modified_ms),
-                    owner: Owner::new(&v.owner),
+                    owner: owners.get(&v.owner),
                 })
             } else {
                 VersionListEntry::Version(VersionEntry {
@@ -177,7 +192,7 @@ pub fn versions_result(
                     checksum_algorithm: algorithms(v),
                     size: v.size,
                     storage_class: "STANDARD",
-                    owner: Owner::new(&v.owner),
+                    owner: owners.get(&v.owner),
                 })
             }
         })

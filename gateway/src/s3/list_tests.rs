@@ -43,7 +43,7 @@ fn v2_result_xml_matches_s3() {
         None,
         None,
         2,
-        false,
+        None,
         &Enc(true),
         page,
     );
@@ -78,7 +78,7 @@ fn v2_result_echoes_token_start_after_and_owner() {
         Some("tok"),
         Some("s".into()),
         1000,
-        true,
+        Some(&OwnerNames::default()),
         &Enc(false),
         page,
     );
@@ -113,7 +113,17 @@ fn versions_result_interleaves_delete_markers_in_listing_order() {
         next_key_marker: Some("k".into()),
         next_version_id_marker: Some("v1".into()),
     };
-    let doc = versions_result("bkt", "", None, None, None, 5, &Enc(false), page);
+    let doc = versions_result(
+        "bkt",
+        "",
+        None,
+        None,
+        None,
+        5,
+        &Enc(false),
+        &OwnerNames::default(),
+        page,
+    );
     let xml = render("ListVersionsResult", &doc).unwrap();
     let version = |key: &str, id: &str, latest: bool| {
         format!(
@@ -156,6 +166,7 @@ fn empty_versions_result_has_no_entries() {
         None,
         1000,
         &Enc(false),
+        &OwnerNames::default(),
         ListVersionsPage::default(),
     );
     let xml = render("ListVersionsResult", &doc).unwrap();

@@ -9,23 +9,19 @@ use crate::api::multipart::{PartsListing, PartsQuery, UploadsListing};
 use crate::api::{xml_response, Ctx};
 use crate::error::S3Error;
 use crate::xml::responses::{
-    ListMultipartUploadsResult, ListPartsResult, Ns, Owner, PartEntry, UploadEntry,
+    ListMultipartUploadsResult, ListPartsResult, Ns, PartEntry, UploadEntry,
 };
 use crate::xml::{iso8601_ms, quote_etag, render};
 
 /// ListParts; an upload created before owners were kept names the
 /// requester as its initiator and owner.
-pub fn list_parts(ctx: &Ctx, listing: PartsListing) -> Result<Response, S3Error> {
+pub fn list_parts(listing: PartsListing) -> Result<Response, S3Error> {
     let PartsListing {
         query: PartsQuery { max_parts, marker },
         upload,
+        owner,
         page,
     } = listing;
-    let owner = Owner::new(if upload.owner.is_empty() {
-        ctx.owner()
-    } else {
-        &upload.owner
-    });
     let doc = ListPartsResult {
         xmlns: Ns::default(),
         bucket: upload.bucket,
@@ -66,6 +62,7 @@ pub(crate) fn list_uploads(ctx: &Ctx, listing: UploadsListing) -> Result<Respons
         key_marker,
         upload_id_marker,
         page,
+        owners,
     } = listing;
     let Listing {
         max: max_uploads,
@@ -96,8 +93,8 @@ pub(crate) fn list_uploads(ctx: &Ctx, listing: UploadsListing) -> Result<Respons
             .map(|u| UploadEntry {
                 key: enc.s(&u.key),
                 upload_id: u.upload_id.clone(),
-                initiator: Owner::new(&u.owner),
-                owner: Owner::new(&u.owner),
+                initiator: owners.get(&u.owner),
+                owner: owners.get(&u.owner),
                 storage_class: "STANDARD",
                 initiated: iso8601_ms(u.initiated_ms),
                 checksum_algorithm: u.checksum_algorithm.clone(),

@@ -30,10 +30,10 @@ pub struct Owner {
 }
 
 impl Owner {
-    pub fn new(id: &str) -> Self {
+    pub fn new(id: &str, display_name: &str) -> Self {
         Owner {
             id: id.to_string(),
-            display_name: id.to_string(),
+            display_name: display_name.to_string(),
         }
     }
 }
@@ -148,17 +148,17 @@ pub struct Grantee {
 
 impl AccessControlPolicy {
     /// The one ACL Godwit has: the owner holds FULL_CONTROL.
-    pub fn owner_full_control(owner: &str) -> Self {
+    pub fn owner_full_control(owner: &Owner) -> Self {
         AccessControlPolicy {
             xmlns: Ns::default(),
-            owner: Owner::new(owner),
+            owner: owner.clone(),
             acl: AccessControlList {
                 grant: vec![Grant {
                     grantee: Grantee {
                         xmlns_xsi: "http://www.w3.org/2001/XMLSchema-instance",
                         xsi_type: "CanonicalUser",
-                        id: owner.to_string(),
-                        display_name: owner.to_string(),
+                        id: owner.id.clone(),
+                        display_name: owner.display_name.clone(),
                     },
                     permission: "FULL_CONTROL".into(),
                 }],

@@ -99,6 +99,9 @@ pub fn apply_command(
         } => multipart::abort_upload(tx, &bucket, &key, &upload_id, now_ms),
         Command::PutAccessKey { key } => put_access_key(tx, key),
         Command::DeleteAccessKey { access_key_id } => delete_access_key(tx, &access_key_id),
+        Command::PutAccount { account } => crate::accounts::put_account(tx, account),
+        Command::DeleteAccount { id } => crate::accounts::delete_account(tx, &id),
+        Command::AdoptKeys => crate::accounts::adopt_keys(tx),
         Command::RegisterDatanode { info } => blocks::register_datanode(tx, info),
         Command::PutBucketReplication { bucket, cfg } => {
             replication::put_bucket_replication(tx, &bucket, cfg)
@@ -206,8 +209,16 @@ fn create_bucket(
     if name.is_empty() || name.as_bytes().contains(&0) {
         return Err(MetaError::InvalidArgument("invalid bucket name".into()));
     }
-    if tx.get(CF_BUCKETS, name.as_bytes())?.is_some() {
-        return Err(MetaError::BucketAlreadyOwnedByYou);
+    if let Some(existing) = tx.get(CF_BUCKETS, name.as_bytes())? {
+        let existing: BucketInfo = decode(&existing)?;
+        let get = |c, k: &[u8]| tx.get(c, k);
+        let theirs = crate::accounts::owner_id(&get, &existing.owner)?.unwrap_or(existing.owner);
+        let ours = crate::accounts::owner_id(&get, &owner)?.unwrap_or(owner);
+        return Err(if theirs == ours {
+            MetaError::BucketAlreadyOwnedByYou
+        } else {
+            MetaError::BucketAlreadyExists
+        });
     }
     let info = BucketInfo {
         name: name.clone(),
@@ -261,6 +272,9 @@ fn set_versioning(
 fn put_access_key(tx: &mut Overlay, key: AccessKey) -> Result<Reply, MetaError> {
     if let Some(existing) = tx.get(CF_KEYS, key.access_key_id.as_bytes())? {
         return Ok(Reply::AccessKey(decode(&existing)?));
+    }
+    if !key.account.is_empty() && tx.get(CF_ACCOUNTS, key.account.as_bytes())?.is_none() {
+        return Err(MetaError::NoSuchAccount);
     }
     tx.put(
         CF_KEYS,

@@ -82,6 +82,8 @@ pub const CF_INTENTS: &str = "intents";
 pub const CF_GRAVES: &str = "block_graves";
 pub const CF_REQUEST_IDS: &str = "request_ids";
 pub const CF_COMPLETED_UPLOADS: &str = "completed_uploads";
+/// Accounts by canonical id (`godwit_common::types::Account`).
+pub const CF_ACCOUNTS: &str = "accounts";
 
 /// The column families that make up the state machine: what a snapshot
 /// carries and what installing one replaces.
@@ -108,6 +110,7 @@ pub const SM_CFS: &[&str] = &[
     CF_GRAVES,
     CF_REQUEST_IDS,
     CF_COMPLETED_UPLOADS,
+    CF_ACCOUNTS,
 ];
 
 pub fn open_db(dir: &Path) -> anyhow::Result<Arc<DB>> {
@@ -240,6 +243,8 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 /// reads the packed format, because these rows travel to other nodes in
 /// snapshots. Rows are read in either format whatever it says.
 pub const KEY_RECORD_FORMAT: &[u8] = b"record_format";
+/// `sm_meta` row holding the root account's canonical id.
+pub const KEY_ROOT_ACCOUNT: &[u8] = b"root_account";
 /// `KEY_RECORD_FORMAT`'s value for the packed format, version 1.
 pub const RECORD_FORMAT_PACKED_V1: &[u8] = b"packed-1";
 
