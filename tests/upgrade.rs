@@ -382,9 +382,34 @@ async fn check(srv: &Server, m: &Value) {
         )
     );
 
-    // The imported key still signs.
+    // The imported key still signs, as an account of its own (named after
+    // it): root's buckets are root's, so its listing of one is refused.
     let app = S3::new(&s3.endpoint, APP_ID, APP_SECRET);
-    assert_eq!(app.get("/plain?list-type=2").await.status(), 200);
+    assert_eq!(app.get("/").await.status(), 200);
+    assert_eq!(app.get("/plain?list-type=2").await.status(), 403);
+    let admin = S3::admin(&srv.admin, ROOT_ID, ROOT_SECRET);
+    let accounts: Value = admin.get("/admin/v1/accounts").await.json().await.unwrap();
+    let named = |name: &str| {
+        accounts
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap_or_else(|| panic!("no account {name}: {accounts}"))
+            .clone()
+    };
+    let (root, app_account) = (named("root"), named("upgrade-app"));
+    assert_eq!(app_account["keys"], json!([APP_ID]), "{accounts}");
+    let buckets = root["buckets"].as_array().unwrap();
+    assert!(buckets.contains(&json!("plain")), "{accounts}");
+    // Owners made before accounts (access key ids) show as root's account.
+    let acl = s3.get("/plain?acl").await.text().await.unwrap();
+    let root_id = root["id"].as_str().unwrap();
+    assert!(
+        acl.contains(&format!("<ID>{root_id}</ID>"))
+            && acl.contains("<DisplayName>root</DisplayName>"),
+        "{acl}"
+    );
 
     // New writes: an object, and a fourth version under the marker.
     let r = s3.put("/plain/after-upgrade", body("after", 700_000)).await;

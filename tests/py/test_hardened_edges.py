@@ -516,22 +516,32 @@ def client_sending(endpoint: str, header: str, value: str, **kw):
     return c
 
 
-def test_non_root_key_may_write_without_internal_headers(server, s3, target, nonroot_key):
-    """Control for the next test: the key itself may write."""
+@pytest.fixture(scope="module")
+def nonroot_bucket(server, s3, nonroot_key):
+    """A bucket the non-root key's account owns (it may write there)."""
+    ak, sk = nonroot_key
+    name = unique_bucket_name("nonroot")
+    make_client(server.endpoint, access_key=ak, secret_key=sk).create_bucket(Bucket=name)
+    yield name
+    delete_bucket(s3, name)
+
+
+def test_non_root_key_may_write_without_internal_headers(server, s3, nonroot_bucket, nonroot_key):
+    """Control for the next test: the key itself may write to its bucket."""
     ak, sk = nonroot_key
     key = unique_key("nonroot-plain")
-    make_client(server.endpoint, access_key=ak, secret_key=sk).put_object(Bucket=target, Key=key, Body=b"mine")
-    assert s3.get_object(Bucket=target, Key=key)["Body"].read() == b"mine"
+    make_client(server.endpoint, access_key=ak, secret_key=sk).put_object(Bucket=nonroot_bucket, Key=key, Body=b"mine")
+    assert s3.get_object(Bucket=nonroot_bucket, Key=key)["Body"].read() == b"mine"
 
 
-def test_non_root_key_cannot_send_a_signed_replica_header(server, s3, target, nonroot_key):
+def test_non_root_key_cannot_send_a_signed_replica_header(server, s3, nonroot_bucket, nonroot_key):
     ak, sk = nonroot_key
     key = unique_key("nonroot-replica")
     c = client_sending(server.endpoint, "x-godwit-replica-of", REPLICA_SANE, access_key=ak, secret_key=sk)
     with pytest.raises(ClientError) as e:
-        c.put_object(Bucket=target, Key=key, Body=b"pretends to be a replica")
+        c.put_object(Bucket=nonroot_bucket, Key=key, Body=b"pretends to be a replica")
     assert client_status(e.value) == (403, "AccessDenied")
-    assert snapshot(s3, target, key) is None
+    assert snapshot(s3, nonroot_bucket, key) is None
 
 
 def test_root_may_send_a_sane_replica_header(server, s3, target):
