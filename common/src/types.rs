@@ -36,6 +36,10 @@ pub struct BucketInfo {
     /// created before accounts existed (resolved by `ObjectMeta::get_account`).
     #[serde(default)]
     pub owner: String,
+    /// The bucket policy (IAM JSON as the owner put it), checked by the
+    /// gateway before it stored it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 /// Standard content headers stored with an object and returned on GET/HEAD.

@@ -32,6 +32,7 @@ async fn old_node(State(seen): State<Seen>, body: Bytes) -> Response {
                 region: "old".into(),
                 versioning: VersioningState::Enabled,
                 owner: String::new(),
+                policy: None,
             }));
             axum::Json(answer).into_response()
         }

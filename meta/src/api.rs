@@ -189,6 +189,18 @@ impl MetaNode {
         self.write(cmd).await.map(|_| ())
     }
 
+    pub(crate) async fn set_bucket_policy_impl(
+        &self,
+        bucket: &str,
+        policy: Option<String>,
+    ) -> MetaResult<()> {
+        let cmd = Command::SetBucketPolicy {
+            bucket: bucket.into(),
+            policy,
+        };
+        self.write(cmd).await.map(|_| ())
+    }
+
     pub(crate) async fn put_object_impl(&self, obj: NewObject) -> MetaResult<ObjectVersion> {
         let cmd = Command::PutObject {
             obj: Box::new(obj),
@@ -569,6 +581,9 @@ impl ObjectMeta for MetaNode {
             Q::DeleteBucket { name } => A::Done(self.delete_bucket_impl(&name).await?),
             Q::SetVersioning { bucket, state } => {
                 A::Done(self.set_versioning_impl(&bucket, state).await?)
+            }
+            Q::SetBucketPolicy { bucket, policy } => {
+                A::Done(self.set_bucket_policy_impl(&bucket, policy).await?)
             }
             Q::PutObject { obj } => A::Version(Box::new(self.put_object_impl(*obj).await?)),
             Q::GetObject {

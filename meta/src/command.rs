@@ -105,6 +105,12 @@ pub enum Command {
         bucket: String,
         state: VersioningState,
     },
+    /// Stores or removes a bucket's policy (a build from before bucket
+    /// policies cannot read this entry).
+    SetBucketPolicy {
+        bucket: String,
+        policy: Option<String>,
+    },
     /// `version_id` is used only when the bucket has versioning Enabled;
     /// otherwise the version is "null".
     PutObject {
@@ -339,6 +345,7 @@ impl Command {
             Command::CreateBucket { .. } => "create_bucket",
             Command::DeleteBucket { .. } => "delete_bucket",
             Command::SetVersioning { .. } => "set_versioning",
+            Command::SetBucketPolicy { .. } => "set_bucket_policy",
             Command::PutObject { .. } => "put_object",
             Command::DeleteObject { .. } => "delete_object",
             Command::CreateUpload { .. } => "create_upload",

@@ -132,6 +132,7 @@ mod tests {
             region: "r".into(),
             versioning: VersioningState::Enabled,
             owner: "o".into(),
+            policy: None,
         }));
         let back: MetaResult<ObjectResponse> =
             codec::decode(&codec::encode(codec::Format::Packed, &ok)).unwrap();

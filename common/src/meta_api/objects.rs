@@ -23,6 +23,7 @@ request_enum! {
         ListBuckets,
         DeleteBucket { name: String },
         SetVersioning { bucket: String, state: VersioningState },
+        SetBucketPolicy { bucket: String, policy: Option<String> },
         PutObject { obj: Box<NewObject> },
         GetObject { bucket: String, key: String, version_id: Option<String> },
         DeleteObject { bucket: String, key: String, version_id: Option<String> },
@@ -147,6 +148,16 @@ pub trait ObjectMeta: Send + Sync + 'static {
         let req = ObjectRequest::SetVersioning {
             bucket: bucket.into(),
             state,
+        };
+        ask!(self, req => ObjectResponse::Done)
+    }
+
+    /// Stores (Some) or removes (None) the bucket's policy, which the
+    /// caller has validated. `NoSuchBucket`.
+    async fn set_bucket_policy(&self, bucket: &str, policy: Option<String>) -> MetaResult<()> {
+        let req = ObjectRequest::SetBucketPolicy {
+            bucket: bucket.into(),
+            policy,
         };
         ask!(self, req => ObjectResponse::Done)
     }

@@ -105,6 +105,7 @@ mod tests {
                     region: "us-east-1".into(),
                     versioning,
                     owner: String::new(),
+                    policy: None,
                 })),
                 None => Err(MetaError::NoSuchBucket),
             }

@@ -37,6 +37,12 @@ pub fn apply_command(
         } => create_bucket(tx, name, region, owner, now_ms),
         Command::DeleteBucket { name } => delete_bucket(tx, &name),
         Command::SetVersioning { bucket, state } => set_versioning(tx, &bucket, state),
+        Command::SetBucketPolicy { bucket, policy } => {
+            let mut info = load_bucket(tx, &bucket)?;
+            info.policy = policy;
+            tx.put(CF_BUCKETS, bucket.into_bytes(), tx.encode(&info));
+            Ok(Reply::Done)
+        }
         Command::PutObject {
             obj,
             version_id,
@@ -226,6 +232,7 @@ fn create_bucket(
         region,
         versioning: VersioningState::Unversioned,
         owner,
+        policy: None,
     };
     tx.put(CF_BUCKETS, name.into_bytes(), tx.encode(&info));
     Ok(Reply::Bucket(info))
