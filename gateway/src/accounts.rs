@@ -11,6 +11,22 @@ use godwit_common::{MetaError, ObjectMeta};
 
 use crate::error::S3Error;
 
+/// The owner id S3 records for what an anonymous request writes, and the
+/// id of the caller of an unsigned request (no account has it: canonical
+/// ids are 64 digits).
+pub const ANONYMOUS_ID: &str = "65a011a29cdf8ec533ec3d1ccaae921c";
+
+/// The caller of an unsigned request.
+pub fn anonymous() -> Arc<Account> {
+    Arc::new(Account {
+        id: ANONYMOUS_ID.into(),
+        name: "anonymous".into(),
+        email: None,
+        created_ms: 0,
+        is_root: false,
+    })
+}
+
 /// How long an account is trusted without asking meta again.
 pub const ACCOUNT_TTL: Duration = Duration::from_secs(5);
 /// Accounts kept at most (the least used go first).
@@ -57,6 +73,9 @@ impl AccountCache {
     /// name, or the stored value itself when it names no account (an
     /// account deleted since).
     pub async fn display(&self, owner: &str) -> Result<(String, String), S3Error> {
+        if owner == ANONYMOUS_ID {
+            return Ok((owner.to_string(), "anonymous".to_string()));
+        }
         match self.resolve(owner).await {
             Ok(a) => Ok((a.id.clone(), a.name.clone())),
             Err(MetaError::NoSuchAccount) => Ok((owner.to_string(), owner.to_string())),

@@ -115,6 +115,10 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
             oss::replication::get_bucket_replication_progress(&ctx).await
         }
         PutBucketRtc => oss::replication::put_bucket_rtc(&ctx, body).await,
+        GetBucketPolicy => bucket::get_bucket_policy(&ctx).await,
+        PutBucketPolicy => bucket::put_bucket_policy(&ctx, body).await,
+        DeleteBucketPolicy => bucket::delete_bucket_policy(&ctx).await,
+        GetBucketPolicyStatus => bucket::get_bucket_policy_status(&ctx).await,
         GetObjectTagging => tagging::get_object_tagging(&ctx).await,
         PutObjectTagging => tagging::put_object_tagging(&ctx, body).await,
         DeleteObjectTagging => tagging::delete_object_tagging(&ctx).await,
@@ -155,10 +159,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | GetBucketOwnershipControls
         | PutBucketOwnershipControls
         | DeleteBucketOwnershipControls
-        | GetBucketPolicy
-        | PutBucketPolicy
-        | DeleteBucketPolicy
-        | GetBucketPolicyStatus
         | GetBucketRequestPayment
         | PutBucketRequestPayment
         | GetBucketTagging

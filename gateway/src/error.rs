@@ -58,6 +58,11 @@ pub enum S3Error {
     MalformedXML,
     #[error("The specified bucket is not valid.")]
     InvalidBucketName,
+    /// A bucket policy that does not parse or validate; the reason.
+    #[error("{0}")]
+    MalformedPolicy(String),
+    #[error("The bucket policy does not exist")]
+    NoSuchBucketPolicy,
     #[error("Your key is too long")]
     KeyTooLongError,
     #[error("Your metadata headers exceed the maximum allowed metadata size.")]
@@ -160,6 +165,8 @@ impl S3Error {
             InvalidRequest(_) => "InvalidRequest",
             InvalidArgument(_) => "InvalidArgument",
             MalformedXML => "MalformedXML",
+            MalformedPolicy(_) => "MalformedPolicy",
+            NoSuchBucketPolicy => "NoSuchBucketPolicy",
             InvalidBucketName => "InvalidBucketName",
             KeyTooLongError => "KeyTooLongError",
             MetadataTooLarge => "MetadataTooLarge",
@@ -211,6 +218,7 @@ impl S3Error {
             | InvalidRequest(_)
             | InvalidArgument(_)
             | MalformedXML
+            | MalformedPolicy(_)
             | InvalidBucketName
             | KeyTooLongError
             | MetadataTooLarge
@@ -233,6 +241,7 @@ impl S3Error {
             | NoSuchKey
             | NoSuchVersion
             | NoSuchUpload
+            | NoSuchBucketPolicy
             | ReplicationConfigurationNotFoundError
             | NoSuchReplicationConfiguration
             | NoSuchReplicationRule => StatusCode::NOT_FOUND,

@@ -32,6 +32,7 @@ pub mod metrics;
 mod module_graph_tests;
 pub mod names;
 pub mod oss;
+pub mod policy;
 pub mod router;
 pub mod s3;
 pub mod vhost;
@@ -98,6 +99,7 @@ pub struct Gateway {
     pub(crate) blocks: Arc<dyn BlockRouter>,
     pub(crate) keys: keys::SecretCache,
     pub(crate) accounts: accounts::AccountCache,
+    pub(crate) policies: authz::PolicyCache,
     pub(crate) buckets: api::bucket_cache::BucketCache,
 }
 
@@ -119,6 +121,7 @@ impl Gateway {
             blocks,
             keys,
             accounts,
+            policies: authz::PolicyCache::new(),
             buckets,
         })
     }
@@ -264,11 +267,25 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
         )
         .await?;
         check_region(&auth, &gw.cfg.region, &query)?;
-        let signer = gw.keys.key(&auth.access_key_id).await?;
-        let caller = gw.accounts.of_key(&signer).await?;
+        let caller = match auth.scheme {
+            auth::AuthScheme::Anonymous => accounts::anonymous(),
+            _ => {
+                let signer = gw.keys.key(&auth.access_key_id).await?;
+                gw.accounts.of_key(&signer).await?
+            }
+        };
         check_internal_headers(&parts, &caller)?;
         let endpoint = endpoint?;
-        authz::authorize(&gw, &endpoint, bucket.as_deref(), &caller).await?;
+        let access = authz::Access {
+            ep: &endpoint,
+            bucket: bucket.as_deref(),
+            key: key.as_deref(),
+            caller: &caller,
+            parts: &parts,
+            query: &query,
+            signature_version: auth.scheme.signature_version(),
+        };
+        authz::authorize(&gw, &access).await?;
         let mut parts = parts;
         if dialect.is_oss() {
             oss::wire::alias_request_headers(&mut parts.headers);

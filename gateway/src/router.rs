@@ -8,6 +8,123 @@ use percent_encoding::percent_decode_str;
 
 use crate::error::S3Error;
 
+/// The IAM action a bucket policy names an operation by
+/// (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html).
+/// `versioned`: the request names a version (`versionId`), which turns
+/// GetObject into GetObjectVersion and the like. An exhaustive match, so
+/// an operation added later cannot go without an action.
+pub fn iam_action(ep: &Endpoint, versioned: bool) -> &'static str {
+    use Endpoint::*;
+    let v = |plain: &'static str, version: &'static str| if versioned { version } else { plain };
+    match ep {
+        ListBuckets => "s3:ListAllMyBuckets",
+        CreateBucket => "s3:CreateBucket",
+        DeleteBucket => "s3:DeleteBucket",
+        HeadBucket | ListObjects | ListObjectsV2 => "s3:ListBucket",
+        ListObjectVersions => "s3:ListBucketVersions",
+        ListMultipartUploads => "s3:ListBucketMultipartUploads",
+        GetBucketLocation | GetBucketInfo => "s3:GetBucketLocation",
+        GetBucketStat => "s3:ListBucket",
+        GetBucketVersioning => "s3:GetBucketVersioning",
+        PutBucketVersioning => "s3:PutBucketVersioning",
+        GetBucketAcl => "s3:GetBucketAcl",
+        PutBucketAcl => "s3:PutBucketAcl",
+        GetBucketReplication | GetBucketReplicationLocation | GetBucketReplicationProgress => {
+            "s3:GetReplicationConfiguration"
+        }
+        PutBucketReplication
+        | DeleteBucketReplication
+        | OssPutBucketReplication
+        | OssDeleteBucketReplication
+        | PutBucketRtc => "s3:PutReplicationConfiguration",
+        GetBucketAccelerateConfiguration => "s3:GetAccelerateConfiguration",
+        PutBucketAccelerateConfiguration => "s3:PutAccelerateConfiguration",
+        GetBucketAnalyticsConfiguration | ListBucketAnalyticsConfigurations => {
+            "s3:GetAnalyticsConfiguration"
+        }
+        PutBucketAnalyticsConfiguration | DeleteBucketAnalyticsConfiguration => {
+            "s3:PutAnalyticsConfiguration"
+        }
+        GetBucketCors => "s3:GetBucketCORS",
+        PutBucketCors | DeleteBucketCors => "s3:PutBucketCORS",
+        GetBucketEncryption => "s3:GetEncryptionConfiguration",
+        PutBucketEncryption | DeleteBucketEncryption => "s3:PutEncryptionConfiguration",
+        GetBucketIntelligentTieringConfiguration | ListBucketIntelligentTieringConfigurations => {
+            "s3:GetIntelligentTieringConfiguration"
+        }
+        PutBucketIntelligentTieringConfiguration | DeleteBucketIntelligentTieringConfiguration => {
+            "s3:PutIntelligentTieringConfiguration"
+        }
+        GetBucketInventoryConfiguration | ListBucketInventoryConfigurations => {
+            "s3:GetInventoryConfiguration"
+        }
+        PutBucketInventoryConfiguration | DeleteBucketInventoryConfiguration => {
+            "s3:PutInventoryConfiguration"
+        }
+        GetBucketLifecycleConfiguration => "s3:GetLifecycleConfiguration",
+        PutBucketLifecycleConfiguration | DeleteBucketLifecycle => "s3:PutLifecycleConfiguration",
+        GetBucketLogging => "s3:GetBucketLogging",
+        PutBucketLogging => "s3:PutBucketLogging",
+        GetBucketMetricsConfiguration | ListBucketMetricsConfigurations => {
+            "s3:GetMetricsConfiguration"
+        }
+        PutBucketMetricsConfiguration | DeleteBucketMetricsConfiguration => {
+            "s3:PutMetricsConfiguration"
+        }
+        GetBucketNotificationConfiguration => "s3:GetBucketNotification",
+        PutBucketNotificationConfiguration => "s3:PutBucketNotification",
+        GetBucketOwnershipControls => "s3:GetBucketOwnershipControls",
+        PutBucketOwnershipControls | DeleteBucketOwnershipControls => {
+            "s3:PutBucketOwnershipControls"
+        }
+        GetBucketPolicy => "s3:GetBucketPolicy",
+        PutBucketPolicy => "s3:PutBucketPolicy",
+        DeleteBucketPolicy => "s3:DeleteBucketPolicy",
+        GetBucketPolicyStatus => "s3:GetBucketPolicyStatus",
+        GetBucketRequestPayment => "s3:GetBucketRequestPayment",
+        PutBucketRequestPayment => "s3:PutBucketRequestPayment",
+        GetBucketTagging => "s3:GetBucketTagging",
+        PutBucketTagging | DeleteBucketTagging => "s3:PutBucketTagging",
+        GetBucketWebsite => "s3:GetBucketWebsite",
+        PutBucketWebsite => "s3:PutBucketWebsite",
+        DeleteBucketWebsite => "s3:DeleteBucketWebsite",
+        GetObjectLockConfiguration => "s3:GetBucketObjectLockConfiguration",
+        PutObjectLockConfiguration => "s3:PutBucketObjectLockConfiguration",
+        GetPublicAccessBlock => "s3:GetBucketPublicAccessBlock",
+        PutPublicAccessBlock | DeletePublicAccessBlock => "s3:PutBucketPublicAccessBlock",
+        GetObject | HeadObject | GetObjectMeta | SelectObjectContent => {
+            v("s3:GetObject", "s3:GetObjectVersion")
+        }
+        PutObject
+        | PostObject
+        | CopyObject
+        | CreateMultipartUpload
+        | UploadPart { .. }
+        | UploadPartCopy { .. }
+        | CompleteMultipartUpload { .. }
+        | AppendObject => "s3:PutObject",
+        DeleteObject | DeleteObjects => v("s3:DeleteObject", "s3:DeleteObjectVersion"),
+        GetObjectAcl => v("s3:GetObjectAcl", "s3:GetObjectVersionAcl"),
+        PutObjectAcl => v("s3:PutObjectAcl", "s3:PutObjectVersionAcl"),
+        AbortMultipartUpload { .. } => "s3:AbortMultipartUpload",
+        ListParts { .. } => "s3:ListMultipartUploadParts",
+        GetObjectTagging => v("s3:GetObjectTagging", "s3:GetObjectVersionTagging"),
+        PutObjectTagging => v("s3:PutObjectTagging", "s3:PutObjectVersionTagging"),
+        DeleteObjectTagging => v("s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging"),
+        GetObjectAttributes => v("s3:GetObjectAttributes", "s3:GetObjectVersionAttributes"),
+        GetObjectLegalHold => "s3:GetObjectLegalHold",
+        PutObjectLegalHold => "s3:PutObjectLegalHold",
+        GetObjectRetention => "s3:GetObjectRetention",
+        PutObjectRetention => "s3:PutObjectRetention",
+        GetObjectTorrent => v("s3:GetObjectTorrent", "s3:GetObjectVersionTorrent"),
+        RestoreObject => "s3:RestoreObject",
+        WriteGetObjectResponse => "s3-object-lambda:WriteGetObjectResponse",
+        // A CORS preflight is answered before authorization on AWS; it
+        // has no action of its own.
+        Options => "s3:GetObject",
+    }
+}
+
 /// Decoded query parameters in the order sent (`+` means a space, as in
 /// HTML forms; SDKs send `%20` anyway).
 #[derive(Clone, Debug, Default)]

@@ -202,13 +202,16 @@ async fn connection(
     let activity = conn::Activity::new();
     let io = TokioIo::new(conn::WatchedIo::new(io, activity.clone()));
     let body_idle = serving.limits.body_idle_timeout;
+    let secure = serving.tls.is_some();
     let service = hyper::service::service_fn({
         let activity = activity.clone();
         move |req: http::Request<Incoming>| {
             let in_flight = activity.request_started();
             let app = app.clone();
             async move {
-                let req = req.map(|b| Body::new(body::IdleTimeoutBody::new(b, body_idle)));
+                let mut req = req.map(|b| Body::new(body::IdleTimeoutBody::new(b, body_idle)));
+                req.extensions_mut()
+                    .insert(godwit_gateway::authz::ClientConn { peer, secure });
                 let resp = match tower::ServiceExt::oneshot(app, req).await {
                     Ok(resp) => resp,
                     Err(never) => match never {},

@@ -287,7 +287,8 @@ def alice_bucket(alice_s3, cleanup):
 
 @pytest.fixture(scope="module")
 def bob_bucket(bob_s3, cleanup):
-    """Bob's own bucket: where he tries to copy Alice's objects to."""
+    """Bob's own bucket, shared by the tests (ListBuckets, copies into
+    Alice's, internal headers)."""
     name = unique_bucket_name("bob")
     bob_s3.create_bucket(Bucket=name)
     yield name
@@ -730,19 +731,12 @@ def test_presigned_url_of_other_account_is_refused(server, alice_s3, bob, alice_
 
 
 UNIMPLEMENTED = {
-    "get-bucket-policy": lambda c, b: c.get_bucket_policy(Bucket=b),
     "get-bucket-cors": lambda c, b: c.get_bucket_cors(Bucket=b),
-    "put-bucket-policy": lambda c, b: c.put_bucket_policy(
+    "put-bucket-cors": lambda c, b: c.put_bucket_cors(
         Bucket=b,
-        Policy=json.dumps(
-            {
-                "Version": "2012-10-17",
-                "Statement": [
-                    {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{b}/*"}
-                ],
-            }
-        ),
+        CORSConfiguration={"CORSRules": [{"AllowedMethods": ["GET"], "AllowedOrigins": ["*"]}]},
     ),
+    "get-bucket-website": lambda c, b: c.get_bucket_website(Bucket=b),
 }
 
 

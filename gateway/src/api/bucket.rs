@@ -150,6 +150,55 @@ pub async fn get_bucket_acl(ctx: &Ctx) -> Result<BucketAcl, S3Error> {
     })
 }
 
+// ---- bucket policies ----
+
+/// The largest policy body read: S3's 20 KiB limit does not count
+/// whitespace (`policy::MAX_POLICY_SIZE`), so `Policy::parse` judges.
+const MAX_POLICY_BODY: usize = 64 * 1024;
+
+/// PutBucketPolicy: the policy is parsed and checked (`policy::Policy`)
+/// before it is stored; `MalformedPolicy` with the reason otherwise.
+pub async fn put_bucket_policy(ctx: &Ctx, body: Body) -> ApiResult {
+    let body = read_small_body(ctx, body, MAX_POLICY_BODY).await?;
+    let text = std::str::from_utf8(&body.bytes)
+        .map_err(|_| S3Error::MalformedPolicy("Policies must be valid JSON".into()))?;
+    crate::policy::Policy::parse(text, ctx.bucket()).map_err(|e| S3Error::MalformedPolicy(e.0))?;
+    ctx.gw
+        .meta
+        .set_bucket_policy(ctx.bucket(), Some(text.to_string()))
+        .await?;
+    ctx.gw.buckets.invalidate(ctx.bucket());
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+/// GetBucketPolicy: the document as it was put.
+pub async fn get_bucket_policy(ctx: &Ctx) -> ApiResult {
+    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+    let text = bucket.policy.ok_or(S3Error::NoSuchBucketPolicy)?;
+    let mut resp = axum::response::Response::new(Body::from(text));
+    set_header(resp.headers_mut(), "content-type", "application/json");
+    Ok(resp)
+}
+
+pub async fn delete_bucket_policy(ctx: &Ctx) -> ApiResult {
+    ctx.gw.meta.set_bucket_policy(ctx.bucket(), None).await?;
+    ctx.gw.buckets.invalidate(ctx.bucket());
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+/// GetBucketPolicyStatus: whether the policy grants anything to
+/// everyone (`Policy::is_public`). `NoSuchBucketPolicy` without one.
+pub async fn get_bucket_policy_status(ctx: &Ctx) -> ApiResult {
+    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+    let text = bucket.policy.ok_or(S3Error::NoSuchBucketPolicy)?;
+    let public = ctx.gw.policies.get(ctx.bucket(), &text)?.policy.is_public();
+    let doc = crate::xml::responses::PolicyStatus {
+        xmlns: Ns::default(),
+        is_public: public,
+    };
+    Ok(xml_response(StatusCode::OK, render("PolicyStatus", &doc)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -70,7 +70,23 @@ async fn load_source(ctx: &Ctx) -> Result<(CopySource, ObjectRead), S3Error> {
     let raw = ctx.header("x-amz-copy-source").unwrap_or_default();
     let src = parse_copy_source(raw)?;
     // Reading the source needs the same right as a GetObject of it.
-    crate::authz::check_bucket(&ctx.gw, &src.bucket, &ctx.caller).await?;
+    let access = crate::authz::Access {
+        ep: &crate::router::Endpoint::GetObject,
+        bucket: Some(&src.bucket),
+        key: Some(&src.key),
+        caller: &ctx.caller,
+        parts: &ctx.parts,
+        query: &ctx.query,
+        signature_version: ctx.auth.scheme.signature_version(),
+    };
+    crate::authz::authorize_copy_source(
+        &ctx.gw,
+        &access,
+        &src.bucket,
+        &src.key,
+        src.version_id.as_deref(),
+    )
+    .await?;
     let obj = ctx
         .gw
         .meta

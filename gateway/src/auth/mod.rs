@@ -136,9 +136,24 @@ pub enum AuthScheme {
     /// The legacy `OSS2 AccessKeyId:..` (oss2 `AuthV2`), header or
     /// presigned query.
     OssV2,
+    /// No credentials at all: served only where a bucket policy grants
+    /// everyone (`authz`).
+    Anonymous,
 }
 
 impl AuthScheme {
+    /// The scheme as a policy's `s3:signatureversion` names it.
+    pub fn signature_version(self) -> &'static str {
+        match self {
+            AuthScheme::AwsV4 => "AWS4-HMAC-SHA256",
+            AuthScheme::AwsV2 => "AWS",
+            AuthScheme::OssV1 => "OSS",
+            AuthScheme::OssV4 => "OSS4-HMAC-SHA256",
+            AuthScheme::OssV2 => "OSS2",
+            AuthScheme::Anonymous => "",
+        }
+    }
+
     /// An Alibaba OSS signature (V1, V4 or OSS2).
     pub fn is_oss(self) -> bool {
         matches!(
@@ -303,7 +318,12 @@ pub async fn authenticate_with_schemes(
         vhost_bucket,
     };
     let outcome = verify_signature(&request, other).await?;
-    let unsigned = unsigned_headers(parts, &outcome.signed);
+    // What an anonymous request carries is all there is: no signature
+    // for a header to escape (`authz` decides on the request as sent).
+    let unsigned = match outcome.scheme {
+        AuthScheme::Anonymous => Vec::new(),
+        _ => unsigned_headers(parts, &outcome.signed),
+    };
     if !unsigned.is_empty() {
         tracing::debug!(headers = ?unsigned, "unsigned headers refused");
         return Err(S3Error::AccessDenied(HEADERS_NOT_SIGNED.into()));
@@ -404,8 +424,14 @@ async fn verify_signature(
     if other_query {
         return other.verify_query(request).await;
     }
-    // Anonymous access (bucket policies / ACLs) is not supported yet.
-    Err(S3Error::AccessDenied("Access Denied".into()))
+    // No credentials: an anonymous request, for authorization to decide.
+    Ok(AuthOutcome {
+        access_key_id: String::new(),
+        payload: PayloadCheck::Unsigned,
+        region: None,
+        scheme: AuthScheme::Anonymous,
+        signed: SignedHeaders::default(),
+    })
 }
 
 /// One `k[=v]` pair of the query string, kept both as sent and decoded.

@@ -486,3 +486,12 @@ pub struct DeleteError {
     #[serde(rename = "Message")]
     pub message: String,
 }
+
+/// GetBucketPolicyStatus.
+#[derive(Serialize, Debug)]
+pub struct PolicyStatus {
+    #[serde(rename = "@xmlns")]
+    pub xmlns: Ns,
+    #[serde(rename = "IsPublic")]
+    pub is_public: bool,
+}

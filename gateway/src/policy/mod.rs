@@ -1,0 +1,241 @@
+//! Bucket policies: the IAM policy language as S3 reads it on a bucket
+//! (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements.html),
+//! parsed and checked once when a policy is put ([`Policy::parse`], whose
+//! refusals are S3's MalformedPolicy messages), then evaluated per request
+//! ([`Policy::evaluate`]) as a pure function: no I/O, no clock (the caller
+//! puts `aws:CurrentTime` and every other key into the request's context).
+//!
+//! Parsing compiles everything a request is matched against (wildcard
+//! patterns, CIDRs, dates, numbers), so evaluating a policy of twenty
+//! statements allocates nothing (but `BinaryEquals`'s decoding of the
+//! request's value) and costs a few microseconds.
+//!
+//! `statement` holds the elements of a statement, `principal` the
+//! Principal element, `condition` the Condition element and its
+//! operators, `glob` the `*` / `?` patterns.
+//!
+//! Not supported: policy variables (`${aws:username}`) are compared as
+//! the literal text they are, except the escapes `${*}`, `${?}`, `${$}`;
+//! actions are not checked against S3's list of actions, nor against the
+//! kind of resource they apply to.
+
+mod condition;
+mod glob;
+mod principal;
+mod statement;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use condition::Condition;
+use statement::{Effect, Statement};
+
+/// S3's limit on a bucket policy, counted without the whitespace between
+/// JSON tokens (https://docs.aws.amazon.com/AmazonS3/latest/userguide/add-bucket-policy.html).
+pub const MAX_POLICY_SIZE: usize = 20 * 1024;
+
+/// The policy language versions; only 2012-10-17 has policy variables,
+/// so only there are `${*}`, `${?}` and `${$}` escapes.
+const VERSION_2012: &str = "2012-10-17";
+const VERSION_2008: &str = "2008-10-17";
+
+/// A parsed, validated bucket policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    statements: Vec<Statement>,
+}
+
+/// Why a policy is refused: the message of S3's MalformedPolicy error.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+#[error("{0}")]
+pub struct PolicyError(pub String);
+
+/// What a policy says about one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// An Allow statement applies and no Deny statement does.
+    Allow,
+    /// A Deny statement applies: nothing else can grant the request.
+    Deny,
+    /// No statement applies: other grants (ownership, ACLs) decide.
+    NotApplicable,
+}
+
+/// Who sends a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Principal<'a> {
+    /// An unsigned request.
+    Anonymous,
+    /// A signed request: the signing key's account, by its canonical id
+    /// (64 hex digits).
+    Account { id: &'a str },
+}
+
+/// One request, as a policy sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub principal: Principal<'a>,
+    /// The IAM action, e.g. "s3:GetObject" (matched case-insensitively
+    /// against Action patterns).
+    pub action: &'a str,
+    /// "arn:aws:s3:::bucket" or "arn:aws:s3:::bucket/key" (matched
+    /// case-sensitively).
+    pub resource: &'a str,
+    /// Condition keys present for this request, by lower-case key name
+    /// ("aws:sourceip", "aws:securetransport", "s3:prefix",
+    /// "s3:existingobjecttag/color", ...), each with its values (most keys
+    /// have one value; absent keys are simply missing from the map, and a
+    /// key with no value counts as absent).
+    pub context: &'a HashMap<String, Vec<String>>,
+}
+
+impl Policy {
+    /// Parses `json` as the policy of bucket `bucket`, refusing what S3
+    /// refuses: more than [`MAX_POLICY_SIZE`], invalid JSON, an unknown
+    /// field, a missing Statement, Effect, Principal, Action or Resource,
+    /// an action outside `s3:`, a resource outside `bucket`, an unknown
+    /// condition operator or key, a condition value its operator cannot
+    /// read, a repeated Sid.
+    pub fn parse(json: &str, bucket: &str) -> Result<Policy, PolicyError> {
+        if json.len() > MAX_POLICY_SIZE && significant_len(json) > MAX_POLICY_SIZE {
+            return Err(PolicyError(
+                "Policy exceeds the maximum allowed document size.".into(),
+            ));
+        }
+        if !json.trim_start_matches(is_json_space).starts_with('{') {
+            return Err(PolicyError(
+                "Policies must be valid JSON and the first byte must be '{'".into(),
+            ));
+        }
+        let document: Value = serde_json::from_str(json)
+            .map_err(|_| PolicyError("This policy contains invalid Json".into()))?;
+        let map = document
+            .as_object()
+            .ok_or_else(|| PolicyError("This policy contains invalid Json".into()))?;
+        if let Some(unknown) = map
+            .keys()
+            .find(|k| !matches!(k.as_str(), "Version" | "Id" | "Statement"))
+        {
+            return Err(PolicyError(format!("Unknown field {unknown}")));
+        }
+        // An absent Version is the old one, as S3 has it.
+        let escapes = match map.get("Version") {
+            None => false,
+            Some(Value::String(v)) if v == VERSION_2012 => true,
+            Some(Value::String(v)) if v == VERSION_2008 => false,
+            Some(_) => {
+                return Err(PolicyError(
+                    "The policy must contain a valid version string".into(),
+                ))
+            }
+        };
+        if map.get("Id").is_some_and(|id| !id.is_string()) {
+            return Err(invalid_document("Id must be a string"));
+        }
+        let statements = match map.get("Statement") {
+            None => return Err(PolicyError("Missing required field Statement".into())),
+            Some(Value::Array(items)) if items.is_empty() => {
+                return Err(PolicyError(
+                    "Could not parse the policy: Statement is empty!".into(),
+                ))
+            }
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|s| Statement::parse(s, bucket, escapes))
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(one @ Value::Object(_)) => vec![Statement::parse(one, bucket, escapes)?],
+            Some(_) => return Err(invalid_document("Statement must be an object or an array")),
+        };
+        let mut sids = HashSet::new();
+        if statements
+            .iter()
+            .filter_map(|s| s.sid.as_deref())
+            .any(|sid| !sids.insert(sid))
+        {
+            return Err(PolicyError(
+                "Statement IDs (SID) in a single policy must be unique".into(),
+            ));
+        }
+        Ok(Policy { statements })
+    }
+
+    /// Whether the policy grants anything to everyone, by S3's rule for
+    /// GetBucketPolicyStatus and Block Public Access ("The meaning of
+    /// public", https://docs.aws.amazon.com/AmazonS3/latest/userguide/access-control-block-public-access.html#access-control-block-public-access-policy-status):
+    /// an Allow statement to `*` (or through NotPrincipal) with no
+    /// condition holding it to fixed values of `aws:SourceIp` (a CIDR
+    /// narrower than the whole address space), `aws:SourceArn`,
+    /// `aws:SourceAccount`, `aws:PrincipalAccount`, `aws:userid` or
+    /// `s3:x-amz-server-side-encryption-aws-kms-key-id`. Deny statements
+    /// take nothing away: the question is what the policy grants.
+    pub fn is_public(&self) -> bool {
+        self.statements.iter().any(Statement::is_public)
+    }
+
+    /// The condition keys the policy tests, lower-case as in
+    /// [`Request::context`] (a key tested twice comes twice): a caller
+    /// may leave out of the context a key that costs something to find
+    /// and that no condition reads (`s3:existingobjecttag/...` needs the
+    /// stored object).
+    pub fn condition_keys(&self) -> impl Iterator<Item = &str> + '_ {
+        self.statements
+            .iter()
+            .flat_map(|s| s.conditions().iter().map(Condition::key))
+    }
+
+    /// Evaluates one request: an applying Deny wins, then an applying
+    /// Allow, else NotApplicable.
+    pub fn evaluate(&self, req: &Request<'_>) -> Decision {
+        let mut allowed = false;
+        for statement in &self.statements {
+            // Once allowed, only a Deny can change the answer.
+            if allowed && statement.effect == Effect::Allow {
+                continue;
+            }
+            if statement.applies(req) {
+                match statement.effect {
+                    Effect::Deny => return Decision::Deny,
+                    Effect::Allow => allowed = true,
+                }
+            }
+        }
+        if allowed {
+            Decision::Allow
+        } else {
+            Decision::NotApplicable
+        }
+    }
+}
+
+fn invalid_document(why: &str) -> PolicyError {
+    PolicyError(format!("Invalid policy document: {why}"))
+}
+
+fn is_json_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
+}
+
+/// The length of `json` without the whitespace between its tokens: S3
+/// does not count a policy's indentation against its size limit.
+fn significant_len(json: &str) -> usize {
+    let (mut len, mut in_string, mut escaped) = (0, false, false);
+    for b in json.bytes() {
+        if in_string {
+            len += 1;
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if !is_json_space(char::from(b)) {
+            len += 1;
+            in_string = b == b'"';
+        }
+    }
+    len
+}
