@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Figure 12: what a bucket policy costs the 4 KiB PUT and GET. One server;
+# a non-root account "bench" owns three buckets: `pol-none` (no policy),
+# `pol-20` (20 statements, no tag conditions: grants to other accounts,
+# public grants whose IP conditions are evaluated and do not match, and
+# Deny statements on a User-Agent that is never sent), and `pol-tags` (the
+# same with s3:ExistingObjectTag conditions, which cost a meta read per
+# object request). Every request of the owner runs the whole policy
+# (an explicit Deny would bind the owner too).
+#
+# ROUNDS interleaved rounds; each round runs PUT then GET on each bucket,
+# the bucket order rotating from round to round so that drift favours
+# none. Per run: ops/s, p50, p99, errors, server CPU per request.
+#
+#   scripts/bench/12-policy-ab.sh            # GODWIT=/var/tmp/godwit-target/release/godwit
+DUR=${DUR:-10s}
+SIZE=${SIZE:-4KiB}
+OUT=${OUT:-/var/tmp/godwit-bench-results/policy-ab}
+source "$(dirname "$0")/lib.sh"
+
+ROUNDS=${ROUNDS:-4}
+CONC=${CONC:-16}
+OBJECTS=${OBJECTS:-1000}
+VENV=${VENV:-/var/tmp/godwit-venv}
+HZ=$(getconf CLK_TCK)
+TSV=$OUT/policy-ab.tsv
+
+start_server
+trap stop_server EXIT
+
+admin() { "$GODWIT" admin --admin-endpoint "http://$ADMIN_ADDR" --json "$@"; }
+admin account create bench >"$OUT/account.json"
+admin key create --name bench --account bench >"$OUT/key.json"
+AK=$(jq -r .access_key_id "$OUT/key.json")
+SK=$(jq -r .secret_access_key "$OUT/key.json")
+
+# The buckets and their policies, made as the account (boto3).
+AK=$AK SK=$SK E=$E "$VENV/bin/python" - <<'PY'
+import json, os
+import boto3
+from botocore.config import Config
+s3 = boto3.client("s3", endpoint_url=os.environ["E"], aws_access_key_id=os.environ["AK"],
+                  aws_secret_access_key=os.environ["SK"], region_name="us-east-1",
+                  config=Config(s3={"addressing_style": "path"}))
+
+def statements(bucket, tags):
+    arn = f"arn:aws:s3:::{bucket}"
+    out = []
+    for i in range(10):  # grants to other accounts: principal does not match
+        out.append({"Sid": f"acct{i}", "Effect": "Allow",
+                    "Principal": {"AWS": f"{i:064x}"},
+                    "Action": ["s3:GetObject", "s3:PutObject"], "Resource": f"{arn}/*"})
+    for i in range(8):  # public grants whose condition is evaluated and fails
+        cond = {"IpAddress": {"aws:SourceIp": f"10.{i}.0.0/16"}}
+        if tags:
+            cond = {"StringEquals": {f"s3:ExistingObjectTag/team{i}": "yes"}}
+        out.append({"Sid": f"pub{i}", "Effect": "Allow", "Principal": "*",
+                    "Action": "s3:GetObject", "Resource": f"{arn}/*", "Condition": cond})
+    for i in range(2):  # Deny statements that never match
+        out.append({"Sid": f"deny{i}", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
+                    "Resource": [arn, f"{arn}/*"],
+                    "Condition": {"StringEquals": {"aws:UserAgent": f"evil-bot-{i}"}}})
+    return {"Version": "2012-10-17", "Statement": out}
+
+for b, tags in (("pol-none", None), ("pol-20", False), ("pol-tags", True)):
+    s3.create_bucket(Bucket=b)
+    if tags is not None:
+        s3.put_bucket_policy(Bucket=b, Policy=json.dumps(statements(b, tags)))
+PY
+
+printf 'round\top\tbucket\tops\tops_per_s\tp50_us\tp99_us\terrors\tserver_cpu_us_per_req\tother_cores\n' >"$TSV"
+measure() {
+  local round=$1 b=$2 op=$3
+  shift 3
+  local name="policy-r$round-$op-$b" s0 s1 other
+  s0=$(server_ticks)
+  gbench "$name" --access-key "$AK" --secret-key "$SK" --bucket "$b" --op "$op" \
+    --size "$SIZE" --concurrency "$CONC" --duration "$DUR" "$@"
+  s1=$(server_ticks)
+  other=$(sed -n 's/.*other \([0-9.-]*\).*/\1/p' "$OUT/$name.load")
+  jq -r --arg r "$round" --arg b "$b" --argjson t $((s1 - s0)) --argjson hz "$HZ" --arg o "$other" \
+    '.operations[0] | [$r, .operation, $b, .ops, (.ops_per_sec | floor), .latency_us.p50,
+     .latency_us.p99, .errors, ($t / $hz / .ops * 1e6 | floor), $o] | @tsv' \
+    "$OUT/$name.json" >>"$TSV"
+}
+
+for b in pol-none pol-20 pol-tags; do
+  "$GODWIT" bench --endpoint "$E" --access-key "$AK" --secret-key "$SK" --bucket "$b" \
+    --no-progress --op put --size "$SIZE" --concurrency "$CONC" --count "$OBJECTS" \
+    --objects "$OBJECTS" --prefix small/ >/dev/null
+done
+
+orders=("pol-none pol-20 pol-tags" "pol-20 pol-tags pol-none" "pol-tags pol-none pol-20")
+for round in $(seq "$ROUNDS"); do
+  order=${orders[$(((round - 1) % 3))]}
+  log "=== round $round: $order"
+  for b in $order; do measure "$round" "$b" put --prefix "put-$round/"; done
+  for b in $order; do measure "$round" "$b" get --objects "$OBJECTS" --no-prepare --prefix small/; done
+done
+
+log "=== medians (ops/s; server CPU us/request)"
+for op in put get; do
+  for b in pol-none pol-20 pol-tags; do
+    awk -F'\t' -v op="$op" -v b="$b" '$2 ~ op && $3 == b { print $5, $9 }' "$TSV" | sort -n |
+      awk -v op="$op" -v b="$b" '{ o[NR] = $1; c[NR] = $2 } END {
+        m = int((NR + 1) / 2); printf "%s %-9s ops/s median %s (min %s, max %s)  cpu us/req %s\n",
+        op, b, o[m], o[1], o[NR], c[m] }'
+  done
+done | tee "$OUT/policy-ab-summary.txt"
