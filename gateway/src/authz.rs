@@ -10,8 +10,9 @@
 //! NotImplemented to a caller without access), is authorized by its IAM
 //! action (`router::iam_action`). Objects are the bucket owner's, as S3's
 //! BucketOwnerEnforced setting has it. A bucket that does not exist is
-//! NoSuchBucket before anything runs, so no operation can slip into a
-//! bucket created between the check and the operation.
+//! NoSuchBucket before anything runs (AccessDenied to anonymous callers,
+//! who are told nothing), so no operation can slip into a bucket created
+//! between the check and the operation.
 //!
 //! The owner may always read, replace and delete the bucket's policy, so
 //! a Deny cannot lock the owner out (AWS keeps this for the root user).
@@ -120,7 +121,12 @@ async fn check(
     action: &str,
     resource: &str,
 ) -> Result<(), S3Error> {
-    let info = gw.buckets.get(bucket).await?;
+    let info = match gw.buckets.get(bucket).await {
+        Ok(info) => info,
+        // Unsigned callers are not told which buckets exist.
+        Err(MetaError::NoSuchBucket) if is_anonymous(a.caller) => return Err(denied()),
+        Err(e) => return Err(e.into()),
+    };
     let owner = !is_anonymous(a.caller) && owns(gw, &info, a.caller).await?;
     let Some(text) = &info.policy else {
         return if owner { Ok(()) } else { Err(denied()) };

@@ -275,7 +275,13 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
             }
         };
         check_internal_headers(&parts, &caller)?;
-        let endpoint = endpoint?;
+        let endpoint = match endpoint {
+            Ok(ep) => ep,
+            // An anonymous caller learns nothing of a request it may not
+            // make: no operation, no access.
+            Err(_) if authz::is_anonymous(&caller) => return Err(authz::denied().into()),
+            Err(e) => return Err(e.into()),
+        };
         let access = authz::Access {
             ep: &endpoint,
             bucket: bucket.as_deref(),
