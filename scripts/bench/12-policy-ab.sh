@@ -101,7 +101,7 @@ done
 log "=== medians (ops/s; server CPU us/request)"
 for op in put get; do
   for b in pol-none pol-20 pol-tags; do
-    awk -F'\t' -v op="$op" -v b="$b" '$2 ~ op && $3 == b { print $5, $9 }' "$TSV" | sort -n |
+    awk -F'\t' -v op="$op" -v b="$b" 'tolower($2) == op && $3 == b { print $5, $9 }' "$TSV" | sort -n |
       awk -v op="$op" -v b="$b" '{ o[NR] = $1; c[NR] = $2 } END {
         m = int((NR + 1) / 2); printf "%s %-9s ops/s median %s (min %s, max %s)  cpu us/req %s\n",
         op, b, o[m], o[1], o[NR], c[m] }'
