@@ -551,3 +551,19 @@ def empty_bucket(s3, bucket: str) -> None:
 def delete_bucket(s3, bucket: str) -> None:
     empty_bucket(s3, bucket)
     s3.delete_bucket(Bucket=bucket)
+
+
+def admin_cli(server, *args: str) -> subprocess.CompletedProcess:
+    """`godwit admin ...` against `server`, signed with its root key."""
+    cmd = [
+        godwit_bin(),
+        "admin",
+        "--admin-endpoint",
+        server.admin_endpoint,
+        "--access-key",
+        server.access_key,
+        "--secret-key",
+        server.secret_key,
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)

@@ -62,20 +62,7 @@ KEY_CACHE_DEADLINE_SECS = 10.0
 # --------------------------------------------------------------------------
 
 
-def admin_cli(server, *args: str) -> subprocess.CompletedProcess:
-    """`godwit admin ...` against `server`, signed with the root key."""
-    cmd = [
-        s3util.godwit_bin(),
-        "admin",
-        "--admin-endpoint",
-        server.admin_endpoint,
-        "--access-key",
-        server.access_key,
-        "--secret-key",
-        server.secret_key,
-        *args,
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+admin_cli = s3util.admin_cli
 
 
 def describe_run(r: subprocess.CompletedProcess) -> str:

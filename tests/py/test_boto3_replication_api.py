@@ -13,7 +13,6 @@ business; here only the API is checked.
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 
 import pytest
@@ -39,19 +38,7 @@ def client_error(excinfo) -> tuple[str, int]:
     return r["Error"]["Code"], r["ResponseMetadata"]["HTTPStatusCode"]
 
 
-def admin(server, *args: str) -> subprocess.CompletedProcess:
-    cmd = [
-        s3util.godwit_bin(),
-        "admin",
-        "--admin-endpoint",
-        server.admin_endpoint,
-        "--access-key",
-        server.access_key,
-        "--secret-key",
-        server.secret_key,
-        *args,
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+admin = s3util.admin_cli
 
 
 def enable_versioning(s3, bucket):

@@ -29,7 +29,6 @@ import datetime
 import hashlib
 import hmac
 import json
-import subprocess
 import time
 import uuid
 from unittest import mock
@@ -193,19 +192,7 @@ def header_sign(
     return dict(req.headers.items())
 
 
-def admin_cli(server, *args: str) -> subprocess.CompletedProcess:
-    cmd = [
-        s3util.godwit_bin(),
-        "admin",
-        "--admin-endpoint",
-        server.admin_endpoint,
-        "--access-key",
-        server.access_key,
-        "--secret-key",
-        server.secret_key,
-        *args,
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+admin_cli = s3util.admin_cli
 
 
 # --------------------------------------------------------------------------
