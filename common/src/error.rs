@@ -64,6 +64,10 @@ pub enum MetaError {
     /// replication rule on a bucket without versioning).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// BucketOwnerEnforced asked for while the bucket ACL grants to
+    /// others than the owner.
+    #[error("invalid bucket acl with object ownership")]
+    InvalidBucketAclWithObjectOwnership,
     /// A request argument meta rejects.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

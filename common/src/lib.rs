@@ -8,6 +8,7 @@
 //! with an in-process implementation in the role's crate and a network client
 //! in `net`.
 
+pub mod access;
 pub mod block_api;
 pub mod block_token;
 pub mod clock;

@@ -40,6 +40,9 @@ pub struct BucketInfo {
     /// gateway before it stored it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// ACL, object ownership and public access block.
+    #[serde(default)]
+    pub access: crate::access::BucketAccess,
 }
 
 /// Standard content headers stored with an object and returned on GET/HEAD.
@@ -155,9 +158,15 @@ pub struct ObjectVersion {
     /// Object tags (the tagging API arrives with replication).
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
-    /// Access key id of the writer.
+    /// Canonical id of the owning account (the writer's, or the bucket
+    /// owner's as the bucket's object ownership says); an access key id
+    /// on versions written before accounts existed.
     #[serde(default)]
     pub owner: String,
+    /// The object's ACL (ACL-enabled buckets); None: the owner's
+    /// FULL_CONTROL (on an OSS bucket: the bucket's ACL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<crate::access::Acl>,
     /// `x-amz-replication-status`: set when a replication rule matched the
     /// version at commit (PENDING, then COMPLETED or FAILED), or REPLICA.
     #[serde(default)]
@@ -182,6 +191,9 @@ pub struct NewObject {
     pub parts: Vec<PartSummary>,
     pub tags: BTreeMap<String, String>,
     pub owner: String,
+    /// See `ObjectVersion::acl`.
+    #[serde(default)]
+    pub acl: Option<crate::access::Acl>,
     /// Set when a replication worker wrote this (never replicated again).
     #[serde(default)]
     pub replica_of: Option<crate::replication::ReplicaOrigin>,
@@ -266,6 +278,9 @@ pub struct NewUpload {
     pub checksum_algorithm: Option<String>,
     pub tags: BTreeMap<String, String>,
     pub owner: String,
+    /// See `ObjectVersion::acl`.
+    #[serde(default)]
+    pub acl: Option<crate::access::Acl>,
     /// Set when a replication worker opened the upload: its parts and the
     /// completed object are replicas, never replicated again.
     #[serde(default)]
@@ -285,6 +300,10 @@ pub struct UploadInfo {
     pub tags: BTreeMap<String, String>,
     #[serde(default)]
     pub owner: String,
+    /// The object's ACL (ACL-enabled buckets); None: the owner's
+    /// FULL_CONTROL (on an OSS bucket: the bucket's ACL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<crate::access::Acl>,
     /// See `NewUpload::replica_of`.
     #[serde(default)]
     pub replica_of: Option<crate::replication::ReplicaOrigin>,

@@ -33,6 +33,7 @@ async fn old_node(State(seen): State<Seen>, body: Bytes) -> Response {
                 versioning: VersioningState::Enabled,
                 owner: String::new(),
                 policy: None,
+                access: Default::default(),
             }));
             axum::Json(answer).into_response()
         }

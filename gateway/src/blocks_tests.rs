@@ -232,6 +232,7 @@ fn as_read(data: ObjectData, size: u64) -> ObjectRead {
             parts: vec![],
             tags: Default::default(),
             owner: String::new(),
+            acl: None,
             replication_status: None,
             replica_of: None,
         },

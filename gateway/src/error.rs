@@ -63,6 +63,20 @@ pub enum S3Error {
     MalformedPolicy(String),
     #[error("The bucket policy does not exist")]
     NoSuchBucketPolicy,
+    /// An ACL other than bucket-owner-full-control on a bucket whose
+    /// object ownership is BucketOwnerEnforced.
+    #[error("The bucket does not allow ACLs")]
+    AccessControlListNotSupported,
+    /// BucketOwnerEnforced asked for while the bucket ACL grants to others.
+    #[error("Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting")]
+    InvalidBucketAclWithObjectOwnership,
+    /// An `emailAddress=` grantee no account has.
+    #[error("The e-mail address you provided does not match any account on record.")]
+    UnresolvableGrantByEmailAddress,
+    #[error("The bucket ownership controls were not found")]
+    OwnershipControlsNotFoundError,
+    #[error("The public access block configuration was not found")]
+    NoSuchPublicAccessBlockConfiguration,
     #[error("Your key is too long")]
     KeyTooLongError,
     #[error("Your metadata headers exceed the maximum allowed metadata size.")]
@@ -167,6 +181,11 @@ impl S3Error {
             MalformedXML => "MalformedXML",
             MalformedPolicy(_) => "MalformedPolicy",
             NoSuchBucketPolicy => "NoSuchBucketPolicy",
+            AccessControlListNotSupported => "AccessControlListNotSupported",
+            InvalidBucketAclWithObjectOwnership => "InvalidBucketAclWithObjectOwnership",
+            UnresolvableGrantByEmailAddress => "UnresolvableGrantByEmailAddress",
+            OwnershipControlsNotFoundError => "OwnershipControlsNotFoundError",
+            NoSuchPublicAccessBlockConfiguration => "NoSuchPublicAccessBlockConfiguration",
             InvalidBucketName => "InvalidBucketName",
             KeyTooLongError => "KeyTooLongError",
             MetadataTooLarge => "MetadataTooLarge",
@@ -219,6 +238,9 @@ impl S3Error {
             | InvalidArgument(_)
             | MalformedXML
             | MalformedPolicy(_)
+            | AccessControlListNotSupported
+            | InvalidBucketAclWithObjectOwnership
+            | UnresolvableGrantByEmailAddress
             | InvalidBucketName
             | KeyTooLongError
             | MetadataTooLarge
@@ -238,6 +260,8 @@ impl S3Error {
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NotImplemented => StatusCode::NOT_IMPLEMENTED,
             NoSuchBucket
+            | OwnershipControlsNotFoundError
+            | NoSuchPublicAccessBlockConfiguration
             | NoSuchKey
             | NoSuchVersion
             | NoSuchUpload
@@ -273,6 +297,9 @@ impl From<MetaError> for S3Error {
             MetaError::NoSuchAccessKey => S3Error::InvalidAccessKeyId,
             MetaError::InvalidArgument(m) => S3Error::InvalidArgument(m),
             MetaError::InvalidRequest(m) => S3Error::InvalidRequest(m),
+            MetaError::InvalidBucketAclWithObjectOwnership => {
+                S3Error::InvalidBucketAclWithObjectOwnership
+            }
             MetaError::ReplicationConfigurationNotFound => {
                 S3Error::ReplicationConfigurationNotFoundError
             }

@@ -147,12 +147,14 @@ impl MetaNode {
         name: &str,
         region: &str,
         owner: &str,
+        access: godwit_common::access::BucketAccess,
     ) -> MetaResult<BucketInfo> {
         let cmd = Command::CreateBucket {
             name: name.into(),
             region: region.into(),
             owner: owner.into(),
             now_ms: self.now_ms(),
+            access,
         };
         match self.write(cmd).await? {
             Reply::Bucket(b) => Ok(b),
@@ -575,7 +577,11 @@ impl ObjectMeta for MetaNode {
                 name,
                 region,
                 owner,
-            } => A::Bucket(self.create_bucket_impl(&name, &region, &owner).await?),
+                access,
+            } => A::Bucket(
+                self.create_bucket_impl(&name, &region, &owner, access)
+                    .await?,
+            ),
             Q::GetBucket { name } => A::Bucket(self.get_bucket_impl(&name).await?),
             Q::ListBuckets => A::Buckets(self.list_buckets_impl().await?),
             Q::DeleteBucket { name } => A::Done(self.delete_bucket_impl(&name).await?),
@@ -584,6 +590,30 @@ impl ObjectMeta for MetaNode {
             }
             Q::SetBucketPolicy { bucket, policy } => {
                 A::Done(self.set_bucket_policy_impl(&bucket, policy).await?)
+            }
+            Q::ChangeBucketAccess { bucket, change } => {
+                let cmd = Command::ChangeBucketAccess { bucket, change };
+                match self.write(cmd).await? {
+                    Reply::Bucket(b) => A::Bucket(b),
+                    r => return Err(unexpected(r)),
+                }
+            }
+            Q::PutObjectAcl {
+                bucket,
+                key,
+                version_id,
+                acl,
+            } => {
+                let cmd = Command::PutObjectAcl {
+                    bucket,
+                    key,
+                    version_id,
+                    acl,
+                };
+                match self.write(cmd).await? {
+                    Reply::Text(v) => A::VersionId(v),
+                    r => return Err(unexpected(r)),
+                }
             }
             Q::PutObject { obj } => A::Version(Box::new(self.put_object_impl(*obj).await?)),
             Q::GetObject {
@@ -673,6 +703,19 @@ impl ObjectMeta for MetaNode {
                 A::AccessKey(self.get_access_key_impl(&access_key_id).await?)
             }
             Q::GetAccount { owner } => A::Account(self.get_account_impl(&owner).await?),
+            Q::FindAccountByEmail { email } => {
+                let accounts = self.list_accounts_impl().await?;
+                A::Account(
+                    accounts
+                        .into_iter()
+                        .find(|a| {
+                            a.email
+                                .as_deref()
+                                .is_some_and(|e| e.eq_ignore_ascii_case(&email))
+                        })
+                        .ok_or(MetaError::NoSuchAccount)?,
+                )
+            }
             Q::ListRemotes => A::Remotes(self.list_remotes_impl().await?),
             Q::ReplicationStats { bucket } => {
                 A::Stats(self.replication_stats_impl(bucket.as_deref()).await?)

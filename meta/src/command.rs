@@ -97,6 +97,9 @@ pub enum Command {
         region: String,
         owner: String,
         now_ms: i64,
+        /// Absent in entries from before ACLs: BucketOwnerEnforced.
+        #[serde(default)]
+        access: godwit_common::access::BucketAccess,
     },
     DeleteBucket {
         name: String,
@@ -207,6 +210,17 @@ pub enum Command {
         version_id: Option<String>,
         tags: BTreeMap<String, String>,
         now_ms: i64,
+    },
+    /// A build from before ACLs cannot read this entry (nor the next).
+    PutObjectAcl {
+        bucket: String,
+        key: String,
+        version_id: Option<String>,
+        acl: Option<godwit_common::access::Acl>,
+    },
+    ChangeBucketAccess {
+        bucket: String,
+        change: godwit_common::access::AccessChange,
     },
     PutRemote {
         remote: RemoteInfo,
@@ -362,6 +376,8 @@ impl Command {
             Command::DeleteBucketReplication { .. } => "delete_bucket_replication",
             Command::EditReplicationRule { .. } => "edit_replication_rule",
             Command::PutObjectTags { .. } => "put_object_tags",
+            Command::PutObjectAcl { .. } => "put_object_acl",
+            Command::ChangeBucketAccess { .. } => "change_bucket_access",
             Command::PutRemote { .. } => "put_remote",
             Command::DeleteRemote { .. } => "delete_remote",
             Command::LeaseTasks { .. } => "lease_tasks",

@@ -133,6 +133,7 @@ mod tests {
             versioning: VersioningState::Enabled,
             owner: "o".into(),
             policy: None,
+            access: Default::default(),
         }));
         let back: MetaResult<ObjectResponse> =
             codec::decode(&codec::encode(codec::Format::Packed, &ok)).unwrap();

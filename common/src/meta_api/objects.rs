@@ -18,12 +18,21 @@ use crate::types::*;
 request_enum! {
     /// One `ObjectMeta` call and its arguments.
     pub enum ObjectRequest {
-        CreateBucket { name: String, region: String, owner: String },
+        CreateBucket {
+            name: String,
+            region: String,
+            owner: String,
+            /// Absent from builds before ACLs: their buckets are
+            /// BucketOwnerEnforced.
+            #[serde(default)]
+            access: crate::access::BucketAccess,
+        },
         GetBucket { name: String },
         ListBuckets,
         DeleteBucket { name: String },
         SetVersioning { bucket: String, state: VersioningState },
         SetBucketPolicy { bucket: String, policy: Option<String> },
+        ChangeBucketAccess { bucket: String, change: crate::access::AccessChange },
         PutObject { obj: Box<NewObject> },
         GetObject { bucket: String, key: String, version_id: Option<String> },
         DeleteObject { bucket: String, key: String, version_id: Option<String> },
@@ -41,6 +50,12 @@ request_enum! {
             version_id: Option<String>,
             tags: BTreeMap<String, String>,
         },
+        PutObjectAcl {
+            bucket: String,
+            key: String,
+            version_id: Option<String>,
+            acl: Option<crate::access::Acl>,
+        },
         CreateUpload { upload: Box<NewUpload> },
         GetUpload { bucket: String, key: String, upload_id: String },
         PutPart { bucket: String, key: String, upload_id: String, part: PartRecord },
@@ -54,6 +69,7 @@ request_enum! {
         EditReplicationRule { bucket: String, edit: RuleEdit },
         GetAccessKey { access_key_id: String },
         GetAccount { owner: String },
+        FindAccountByEmail { email: String },
         ListRemotes,
         ReplicationStats { bucket: Option<String> },
     }
@@ -106,6 +122,7 @@ impl MetaRequest for ObjectRequest {
                 | GetBucketReplication { .. }
                 | GetAccessKey { .. }
                 | GetAccount { .. }
+                | FindAccountByEmail { .. }
                 | ListRemotes
                 | ReplicationStats { .. }
         )
@@ -124,12 +141,27 @@ pub trait ObjectMeta: Send + Sync + 'static {
 
     // ---- buckets ----
 
-    /// Creates a bucket; `BucketAlreadyOwnedByYou` if it exists.
+    /// Creates a bucket with the default access settings (ACLs disabled);
+    /// `BucketAlreadyOwnedByYou` if the owner's account holds it,
+    /// `BucketAlreadyExists` if another does.
     async fn create_bucket(&self, name: &str, region: &str, owner: &str) -> MetaResult<BucketInfo> {
+        self.create_bucket_with(name, region, owner, Default::default())
+            .await
+    }
+
+    /// Creates a bucket with the given access settings.
+    async fn create_bucket_with(
+        &self,
+        name: &str,
+        region: &str,
+        owner: &str,
+        access: crate::access::BucketAccess,
+    ) -> MetaResult<BucketInfo> {
         let req = ObjectRequest::CreateBucket {
             name: name.into(),
             region: region.into(),
             owner: owner.into(),
+            access,
         };
         ask!(self, req => ObjectResponse::Bucket)
     }
@@ -160,6 +192,20 @@ pub trait ObjectMeta: Send + Sync + 'static {
             policy,
         };
         ask!(self, req => ObjectResponse::Done)
+    }
+
+    /// Changes one of a bucket's access settings; returns the bucket as
+    /// changed.
+    async fn change_bucket_access(
+        &self,
+        bucket: &str,
+        change: crate::access::AccessChange,
+    ) -> MetaResult<BucketInfo> {
+        let req = ObjectRequest::ChangeBucketAccess {
+            bucket: bucket.into(),
+            change,
+        };
+        ask!(self, req => ObjectResponse::Bucket)
     }
 
     // ---- objects ----
@@ -251,6 +297,24 @@ pub trait ObjectMeta: Send + Sync + 'static {
             key: key.into(),
             version_id: version_id.map(str::to_string),
             tags,
+        };
+        ask!(self, req => ObjectResponse::VersionId)
+    }
+
+    /// Replaces a version's ACL (the latest when `version_id` is None);
+    /// returns the version id.
+    async fn put_object_acl(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        acl: Option<crate::access::Acl>,
+    ) -> MetaResult<String> {
+        let req = ObjectRequest::PutObjectAcl {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(str::to_string),
+            acl,
         };
         ask!(self, req => ObjectResponse::VersionId)
     }
@@ -382,6 +446,14 @@ pub trait ObjectMeta: Send + Sync + 'static {
     async fn get_account(&self, owner: &str) -> MetaResult<Account> {
         let req = ObjectRequest::GetAccount {
             owner: owner.into(),
+        };
+        ask!(self, req => ObjectResponse::Account)
+    }
+
+    /// The account with this email address (`emailAddress=` grantees).
+    async fn find_account_by_email(&self, email: &str) -> MetaResult<Account> {
+        let req = ObjectRequest::FindAccountByEmail {
+            email: email.into(),
         };
         ask!(self, req => ObjectResponse::Account)
     }

@@ -106,6 +106,7 @@ mod tests {
                     versioning,
                     owner: String::new(),
                     policy: None,
+                    access: Default::default(),
                 })),
                 None => Err(MetaError::NoSuchBucket),
             }

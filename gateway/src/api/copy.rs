@@ -171,6 +171,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             parts: v.parts.clone(),
             tags,
             owner: ctx.owner().to_string(),
+            acl: None,
             replica_of: None,
             // Meta checks in the commit that the source still exists.
             copy_source: Some(VersionRef {

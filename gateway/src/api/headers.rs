@@ -200,6 +200,7 @@ mod tests {
             parts: vec![],
             tags: Default::default(),
             owner: "ak".into(),
+            acl: None,
             replication_status: None,
             replica_of: None,
         };
@@ -247,6 +248,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             owner: String::new(),
+            acl: None,
             replication_status: Some(ReplicationStatus::Pending),
             replica_of: None,
         };

@@ -64,6 +64,7 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
             checksum_algorithm: algo.map(|a| a.name().to_string()),
             tags,
             owner: ctx.owner().to_string(),
+            acl: None,
             replica_of,
         })
         .await?;

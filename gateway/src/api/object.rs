@@ -130,6 +130,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
             parts: vec![],
             tags,
             owner: ctx.owner().to_string(),
+            acl: None,
             replica_of,
             copy_source: None,
         }),
@@ -412,6 +413,7 @@ mod tests {
                 .collect(),
             tags: Default::default(),
             owner: String::new(),
+            acl: None,
             replication_status: None,
             replica_of: None,
         }

@@ -536,6 +536,7 @@ mod tests {
                 .collect(),
             tags: Default::default(),
             owner: "AK".into(),
+            acl: None,
             replication_status: None,
             replica_of: None,
         }

@@ -34,7 +34,8 @@ pub fn apply_command(
             region,
             owner,
             now_ms,
-        } => create_bucket(tx, name, region, owner, now_ms),
+            access,
+        } => create_bucket(tx, name, region, owner, now_ms, access),
         Command::DeleteBucket { name } => delete_bucket(tx, &name),
         Command::SetVersioning { bucket, state } => set_versioning(tx, &bucket, state),
         Command::SetBucketPolicy { bucket, policy } => {
@@ -125,6 +126,13 @@ pub fn apply_command(
             tags,
             now_ms,
         } => replication::put_object_tags(tx, &bucket, &key, version_id, tags, now_ms),
+        Command::PutObjectAcl {
+            bucket,
+            key,
+            version_id,
+            acl,
+        } => replication::put_object_acl(tx, &bucket, &key, version_id, acl),
+        Command::ChangeBucketAccess { bucket, change } => change_bucket_access(tx, &bucket, change),
         Command::PutRemote { remote } => replication::put_remote(tx, remote),
         Command::DeleteRemote { name } => replication::delete_remote(tx, &name),
         Command::LeaseTasks {
@@ -205,12 +213,44 @@ pub(crate) fn load_bucket(tx: &Overlay, name: &str) -> Result<BucketInfo, MetaEr
     }
 }
 
+fn change_bucket_access(
+    tx: &mut Overlay,
+    bucket: &str,
+    change: godwit_common::access::AccessChange,
+) -> Result<Reply, MetaError> {
+    use godwit_common::access::{AccessChange, Grantee, ObjectOwnership};
+    let mut info = load_bucket(tx, bucket)?;
+    match change {
+        AccessChange::Acl(acl) => info.access.acl = acl,
+        AccessChange::Ownership(ownership) => {
+            // AWS refuses to disable ACLs while the bucket ACL grants to
+            // anyone but the owner.
+            let get = |c, k: &[u8]| tx.get(c, k);
+            let owner =
+                crate::accounts::owner_id(&get, &info.owner)?.unwrap_or_else(|| info.owner.clone());
+            let grants_others = info.access.acl.as_ref().is_some_and(|acl| {
+                acl.grants
+                    .iter()
+                    .any(|g| g.grantee != Grantee::Account(owner.clone()))
+            });
+            if ownership == Some(ObjectOwnership::BucketOwnerEnforced) && grants_others {
+                return Err(MetaError::InvalidBucketAclWithObjectOwnership);
+            }
+            info.access.ownership = ownership;
+        }
+        AccessChange::PublicAccessBlock(block) => info.access.public_access_block = block,
+    }
+    tx.put(CF_BUCKETS, bucket.as_bytes().to_vec(), tx.encode(&info));
+    Ok(Reply::Bucket(info))
+}
+
 fn create_bucket(
     tx: &mut Overlay,
     name: String,
     region: String,
     owner: String,
     now_ms: i64,
+    access: godwit_common::access::BucketAccess,
 ) -> Result<Reply, MetaError> {
     if name.is_empty() || name.as_bytes().contains(&0) {
         return Err(MetaError::InvalidArgument("invalid bucket name".into()));
@@ -233,6 +273,7 @@ fn create_bucket(
         versioning: VersioningState::Unversioned,
         owner,
         policy: None,
+        access,
     };
     tx.put(CF_BUCKETS, name.into_bytes(), tx.encode(&info));
     Ok(Reply::Bucket(info))

@@ -59,6 +59,7 @@ pub(super) fn create_upload(
         checksum_algorithm: u.checksum_algorithm,
         tags: u.tags,
         owner: u.owner,
+        acl: u.acl,
         replica_of: u.replica_of,
     };
     tx.put(CF_UPLOADS, k, tx.encode(&info));
@@ -212,6 +213,7 @@ pub(super) fn complete_upload(
             .collect(),
         tags: upload.tags,
         owner: upload.owner,
+        acl: upload.acl,
         replication_status: None,
         replica_of: c.replica_of.clone().or(upload.replica_of),
     };

@@ -68,6 +68,7 @@ pub(super) fn put_object(
         parts: obj.parts,
         tags: obj.tags,
         owner: obj.owner,
+        acl: obj.acl,
         replication_status: None,
         replica_of: obj.replica_of,
     };
@@ -255,6 +256,7 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
                 parts: Vec::new(),
                 tags: Default::default(),
                 owner: String::new(),
+                acl: None,
                 replication_status: None,
                 replica_of,
             };

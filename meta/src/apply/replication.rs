@@ -230,6 +230,43 @@ pub(super) fn put_object_tags(
     tags: BTreeMap<String, String>,
     now_ms: i64,
 ) -> Result<Reply, MetaError> {
+    let (ok, mut v) = locate_version(tx, bucket, key, version_id, "tags")?;
+    v.tags = tags;
+    // A replica's tags were set by its source's worker (or locally): they
+    // never travel back.
+    if v.replica_of.is_none() && outbox::on_tags_changed(tx, &v, now_ms)? > 0 {
+        // PENDING, unless another task of the version already failed.
+        v.replication_status = outbox::counted_status(tx, bucket, key, &v.version_id)?;
+    }
+    tx.put(CF_OBJECTS, ok, tx.encode(&v));
+    Ok(Reply::Text(v.version_id))
+}
+
+/// Replaces a version's ACL (not replicated: each region keeps its own
+/// access settings, as the destination's owner decides them).
+pub(super) fn put_object_acl(
+    tx: &mut Overlay,
+    bucket: &str,
+    key: &str,
+    version_id: Option<String>,
+    acl: Option<godwit_common::access::Acl>,
+) -> Result<Reply, MetaError> {
+    let (ok, mut v) = locate_version(tx, bucket, key, version_id, "an ACL")?;
+    v.acl = acl;
+    tx.put(CF_OBJECTS, ok, tx.encode(&v));
+    Ok(Reply::Text(v.version_id))
+}
+
+/// The row key and record of a version (the latest when `version_id` is
+/// None) that is not a delete marker; `what` names the attribute being
+/// set, for the error.
+fn locate_version(
+    tx: &mut Overlay,
+    bucket: &str,
+    key: &str,
+    version_id: Option<String>,
+    what: &str,
+) -> Result<(Vec<u8>, ObjectVersion), MetaError> {
     load_bucket(tx, bucket)?;
     let missing = match version_id {
         Some(_) => MetaError::NoSuchVersion,
@@ -249,22 +286,14 @@ pub(super) fn put_object_tags(
     let raw = tx
         .get(CF_OBJECTS, &ok)?
         .ok_or_else(|| MetaError::Internal(format!("missing version of {bucket}/{key}")))?;
-    let mut v: ObjectVersion = decode(&raw)?;
+    let v: ObjectVersion = decode(&raw)?;
     if v.is_delete_marker {
         // S3 answers 405 MethodNotAllowed; the gateway maps this.
-        return Err(MetaError::InvalidRequest(
-            "tags cannot be set on a delete marker".into(),
-        ));
+        return Err(MetaError::InvalidRequest(format!(
+            "{what} cannot be set on a delete marker"
+        )));
     }
-    v.tags = tags;
-    // A replica's tags were set by its source's worker (or locally): they
-    // never travel back.
-    if v.replica_of.is_none() && outbox::on_tags_changed(tx, &v, now_ms)? > 0 {
-        // PENDING, unless another task of the version already failed.
-        v.replication_status = outbox::counted_status(tx, bucket, key, &v.version_id)?;
-    }
-    tx.put(CF_OBJECTS, ok, tx.encode(&v));
-    Ok(Reply::Text(v.version_id))
+    Ok((ok, v))
 }
 
 pub(super) fn lease_tasks(

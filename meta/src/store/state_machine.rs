@@ -308,6 +308,7 @@ mod tests {
                 parts: vec![],
                 tags: Default::default(),
                 owner: "o".into(),
+                acl: None,
                 replica_of: None,
                 copy_source: None,
             }),
@@ -343,6 +344,7 @@ mod tests {
                         region: "r".into(),
                         owner: "o".into(),
                         now_ms: 1,
+                        access: Default::default(),
                     },
                     None,
                 ),
@@ -441,6 +443,7 @@ mod tests {
             region: "r".into(),
             owner: "o".into(),
             now_ms: 1,
+            access: Default::default(),
         };
         sm.apply(vec![(create, Some("c9"))], 5_000)
             .remove(0)

@@ -86,6 +86,7 @@ pub fn new_object(bucket: &str, key: &str, data: ObjectData) -> NewObject {
         parts: vec![],
         tags: Default::default(),
         owner: "AKTEST".into(),
+        acl: None,
         replica_of: None,
         copy_source: None,
     }
@@ -104,6 +105,7 @@ pub fn new_upload(bucket: &str, key: &str) -> NewUpload {
         checksum_algorithm: None,
         tags: Default::default(),
         owner: "AKTEST".into(),
+        acl: None,
         replica_of: None,
     }
 }

@@ -34,6 +34,7 @@ fn object(bucket: &str, i: u64, size: u64) -> NewObject {
         parts: vec![],
         tags: Default::default(),
         owner: "bench".into(),
+        acl: None,
         replica_of: None,
         copy_source: None,
     }
