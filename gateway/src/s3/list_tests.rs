@@ -23,6 +23,7 @@ fn obj(key: &str, version_id: &str, latest: bool, marker: bool) -> ObjectVersion
         parts: vec![],
         tags: Default::default(),
         owner: "AK".into(),
+        acl: None,
         replication_status: None,
         replica_of: None,
     }
