@@ -58,6 +58,7 @@ pub struct FileConfig {
     pub scrub_bytes_per_sec: Option<u64>,
     /// Virtual-hosted-style domains (`--domain`).
     pub domains: Option<Vec<String>>,
+    pub default_public_access_block: Option<bool>,
     /// Meta peers: `["1=http://meta1:9002", ...]` or one comma-separated
     /// string.
     pub peers: Option<PeersToml>,
@@ -225,6 +226,10 @@ pub struct ServerArgs {
     /// repeat the flag or separate with commas. Path style always works.
     #[arg(long = "domain", env = "GODWIT_DOMAINS", value_delimiter = ',')]
     pub domains: Vec<String>,
+    /// New S3 buckets get a public access block with all four switches
+    /// on, as on AWS since 2023 (`false`: none; OSS buckets never do).
+    #[arg(long, env = "GODWIT_DEFAULT_PUBLIC_ACCESS_BLOCK")]
+    pub default_public_access_block: Option<bool>,
     #[command(flatten)]
     pub net: NetArgs,
     #[command(flatten)]
@@ -304,6 +309,8 @@ pub struct ServerConfig {
     pub region: String,
     /// Virtual-hosted-style domains, normalized.
     pub domains: Vec<String>,
+    /// See `--default-public-access-block` (default true).
+    pub default_public_access_block: bool,
     pub storage: Storage,
     pub net: Net,
     pub replication: godwit_replication::ReplicatorConfig,
@@ -324,6 +331,10 @@ impl ServerConfig {
             replication: a.replication.resolve(&region),
             region,
             domains: resolve_domains(a.domains, &mut f),
+            default_public_access_block: a
+                .default_public_access_block
+                .or(f.default_public_access_block.take())
+                .unwrap_or(true),
             data_dir: a
                 .data_dir
                 .or(f.data_dir.take())
@@ -559,6 +570,10 @@ pub struct GatewayArgs {
     /// repeat the flag or separate with commas. Path style always works.
     #[arg(long = "domain", env = "GODWIT_DOMAINS", value_delimiter = ',')]
     pub domains: Vec<String>,
+    /// New S3 buckets get a public access block with all four switches
+    /// on, as on AWS since 2023 (`false`: none; OSS buckets never do).
+    #[arg(long, env = "GODWIT_DEFAULT_PUBLIC_ACCESS_BLOCK")]
+    pub default_public_access_block: Option<bool>,
     #[command(flatten)]
     pub meta_link: MetaLinkArgs,
     #[command(flatten)]
@@ -574,6 +589,8 @@ pub struct GatewayRoleConfig {
     pub region: String,
     /// Virtual-hosted-style domains, normalized.
     pub domains: Vec<String>,
+    /// See `--default-public-access-block` (default true).
+    pub default_public_access_block: bool,
     pub meta: MetaLink,
     pub storage: Storage,
     pub net: Net,
@@ -584,6 +601,10 @@ impl GatewayRoleConfig {
         let mut f = load_file(a.config.as_deref())?;
         Ok(GatewayRoleConfig {
             domains: resolve_domains(a.domains, &mut f),
+            default_public_access_block: a
+                .default_public_access_block
+                .or(f.default_public_access_block.take())
+                .unwrap_or(true),
             s3_listen: a
                 .s3_listen
                 .or(f.s3_listen.take())

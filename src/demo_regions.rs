@@ -54,6 +54,7 @@ impl RegionLauncher for InProcessRegions {
             admin_listen: Some("127.0.0.1:0".into()),
             region: Some(name.into()),
             domains: Vec::new(),
+            default_public_access_block: None,
             net: Default::default(),
             storage: StorageArgs {
                 inline_threshold: None,

@@ -68,13 +68,19 @@ async fn install_root_key(meta: &dyn AdminMeta, creds: &RootCredentials) -> anyh
     Ok(())
 }
 
-fn gateway_config(region: &str, s: &Storage, domains: &[String]) -> GatewayConfig {
+fn gateway_config(
+    region: &str,
+    s: &Storage,
+    domains: &[String],
+    default_public_access_block: bool,
+) -> GatewayConfig {
     GatewayConfig {
         region: region.to_string(),
         inline_threshold: s.inline_threshold,
         block_size: s.block_size,
         max_object_size: 5 << 40,
         domains: domains.to_vec(),
+        default_public_access_block,
     }
 }
 
@@ -204,7 +210,12 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         Arc::new(LocalRouter::new(nodes, cfg.storage.io_deadline).report_to(meta.clone()));
     meta.start_repair(router.clone());
     let gateway = Gateway::new(
-        gateway_config(&cfg.region, &cfg.storage, &cfg.domains),
+        gateway_config(
+            &cfg.region,
+            &cfg.storage,
+            &cfg.domains,
+            cfg.default_public_access_block,
+        ),
         meta.clone(),
         meta.clone(),
         router.clone(),
@@ -448,7 +459,12 @@ pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
     router.spawn_refresh(meta.clone(), Duration::from_secs(5));
     router.report_to(meta.clone());
     let gateway = Gateway::new(
-        gateway_config(&cfg.region, &cfg.storage, &cfg.domains),
+        gateway_config(
+            &cfg.region,
+            &cfg.storage,
+            &cfg.domains,
+            cfg.default_public_access_block,
+        ),
         meta.clone(),
         meta.clone(),
         router,

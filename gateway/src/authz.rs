@@ -67,9 +67,27 @@ pub fn is_anonymous(caller: &Account) -> bool {
 }
 
 /// Whether `a` may run its operation.
+///
+/// A request carrying Godwit's internal headers (`x-godwit-*`: a replica
+/// write from another region's replication worker) is authorized by AWS's
+/// replica action instead of its own (`replica_action`); nothing else may
+/// carry them.
 pub async fn authorize(gw: &Gateway, a: &Access<'_>) -> Result<(), S3Error> {
     if a.caller.is_root {
         return Ok(());
+    }
+    let internal = a
+        .parts
+        .headers
+        .keys()
+        .any(|k| k.as_str().starts_with("x-godwit-"));
+    if internal {
+        let (Some(action), Some(bucket), Some(key)) = (replica_action(a.ep), a.bucket, a.key)
+        else {
+            return Err(denied());
+        };
+        let resource = format!("arn:aws:s3:::{bucket}/{key}");
+        return check(gw, a, bucket, action, &resource).await;
     }
     match (a.ep, a.bucket) {
         // ListBuckets lists the caller's own; CreateBucket is open to
@@ -85,6 +103,24 @@ pub async fn authorize(gw: &Gateway, a: &Access<'_>) -> Result<(), S3Error> {
             check(gw, a, bucket, action, &resource).await
         }
         _ => Err(denied()),
+    }
+}
+
+/// The action a replica write needs at its destination (AWS's replication
+/// permissions): objects and their parts `s3:ReplicateObject`, deletes
+/// `s3:ReplicateDelete`, tags `s3:ReplicateTags`. None: the operation
+/// never carries a replica.
+pub fn replica_action(ep: &Endpoint) -> Option<&'static str> {
+    use Endpoint::*;
+    match ep {
+        PutObject
+        | CreateMultipartUpload
+        | UploadPart { .. }
+        | CompleteMultipartUpload { .. }
+        | AbortMultipartUpload { .. } => Some("s3:ReplicateObject"),
+        DeleteObject => Some("s3:ReplicateDelete"),
+        PutObjectTagging | DeleteObjectTagging => Some("s3:ReplicateTags"),
+        _ => None,
     }
 }
 
@@ -128,30 +164,134 @@ async fn check(
         Err(e) => return Err(e.into()),
     };
     let owner = !is_anonymous(a.caller) && owns(gw, &info, a.caller).await?;
-    let Some(text) = &info.policy else {
-        return if owner { Ok(()) } else { Err(denied()) };
-    };
     if owner && POLICY_ACTIONS.contains(&action) {
         return Ok(());
     }
-    let policy = gw.policies.get(bucket, text)?;
-    let context = context(gw, a, bucket, &policy).await?;
-    let principal = match is_anonymous(a.caller) {
-        true => Principal::Anonymous,
-        false => Principal::Account { id: &a.caller.id },
-    };
-    let request = crate::policy::Request {
-        principal,
-        action,
-        resource,
-        context: &context,
-    };
-    match policy.policy.evaluate(&request) {
-        Decision::Deny => Err(denied()),
-        Decision::Allow => Ok(()),
-        Decision::NotApplicable if owner => Ok(()),
-        Decision::NotApplicable => Err(denied()),
+    if let Some(text) = &info.policy {
+        let policy = gw.policies.get(bucket, text)?;
+        let context = context(gw, a, bucket, &policy).await?;
+        let principal = match is_anonymous(a.caller) {
+            true => Principal::Anonymous,
+            false => Principal::Account { id: &a.caller.id },
+        };
+        let request = crate::policy::Request {
+            principal,
+            action,
+            resource,
+            context: &context,
+        };
+        match policy.policy.evaluate(&request) {
+            Decision::Deny => return Err(denied()),
+            // RestrictPublicBuckets: a public policy grants only the
+            // owner's account.
+            Decision::Allow
+                if !(info.access.block().restrict_public_buckets
+                    && policy.policy.is_public()
+                    && !owner) =>
+            {
+                return Ok(())
+            }
+            _ => {}
+        }
     }
+    if !info.access.acls_enabled() {
+        return if owner { Ok(()) } else { Err(denied()) };
+    }
+    match acl_grants(gw, a, &info, owner, action).await? {
+        true => Ok(()),
+        false => Err(denied()),
+    }
+}
+
+/// Whether, on a bucket with ACLs enabled, the owner's rights and the
+/// bucket's and object's ACLs let the caller run `action`. The bucket
+/// owner may do everything except read what another account owns and has
+/// not shared with it (an object written under ObjectWriter); an object's
+/// owner may do everything to it but delete it (the bucket's WRITE
+/// decides that).
+async fn acl_grants(
+    gw: &Gateway,
+    a: &Access<'_>,
+    info: &BucketInfo,
+    bucket_owner: bool,
+    action: &str,
+) -> Result<bool, S3Error> {
+    let caller = (!is_anonymous(a.caller)).then_some(a.caller.id.as_str());
+    let ignore_public = info.access.block().ignore_public_acls;
+    let object_action = a.key.is_some() && !BUCKET_WIDE_OBJECT_ACTIONS.contains(&action);
+    if !object_action {
+        if bucket_owner {
+            return Ok(true);
+        }
+        let Some(needed) = crate::acl::bucket_permission(action) else {
+            return Ok(false);
+        };
+        return Ok(bucket_acl_allows(gw, info, caller, needed, ignore_public).await?);
+    }
+    // An operation on one object: its owner and ACL decide.
+    let (Some(key), Some(bucket)) = (a.key, a.bucket) else {
+        return Ok(false);
+    };
+    let version = match gw
+        .meta
+        .get_object(bucket, key, a.query.get("versionId"))
+        .await
+    {
+        Ok(obj) => obj.version,
+        // Nothing to protect: the operation itself answers (NoSuchKey to
+        // whoever may read the bucket's objects at all).
+        Err(MetaError::NoSuchKey | MetaError::NoSuchVersion) => return Ok(bucket_owner),
+        Err(e) => return Err(e.into()),
+    };
+    let object_owner = match (info.access.oss, version.owner.is_empty()) {
+        (false, false) => gw.accounts.display(&version.owner).await?.0,
+        _ => String::new(),
+    };
+    let owns_object = match object_owner.is_empty() {
+        true => bucket_owner,
+        false => caller == Some(object_owner.as_str()),
+    };
+    if owns_object {
+        return Ok(true);
+    }
+    let Some(needed) = crate::acl::object_permission(action) else {
+        return Ok(false);
+    };
+    Ok(match &version.acl {
+        Some(acl) => crate::acl::allows(acl, caller, needed, ignore_public),
+        // OSS: an object without an ACL of its own takes the bucket's.
+        None if info.access.oss => {
+            bucket_acl_allows(gw, info, caller, needed, ignore_public).await?
+        }
+        None => false,
+    })
+}
+
+/// Object operations that the bucket's ACL governs, not the object's
+/// (writing or deleting any key is the bucket's WRITE).
+const BUCKET_WIDE_OBJECT_ACTIONS: [&str; 6] = [
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:DeleteObjectVersion",
+    "s3:AbortMultipartUpload",
+    "s3:ListMultipartUploadParts",
+    "s3:RestoreObject",
+];
+
+async fn bucket_acl_allows(
+    gw: &Gateway,
+    info: &BucketInfo,
+    caller: Option<&str>,
+    needed: godwit_common::access::Permission,
+    ignore_public: bool,
+) -> Result<bool, S3Error> {
+    Ok(match &info.access.acl {
+        Some(acl) => crate::acl::allows(acl, caller, needed, ignore_public),
+        None => {
+            let owner = gw.accounts.display(&info.owner).await?.0;
+            caller == Some(owner.as_str())
+        }
+    })
 }
 
 /// What the owner may always do, whatever the policy says.

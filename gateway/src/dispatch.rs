@@ -6,7 +6,7 @@
 use axum::body::Body;
 use axum::response::Response;
 
-use crate::api::{bucket, copy, delete_objects, multipart, object, tagging, ApiResult, Ctx};
+use crate::api::{access, bucket, copy, delete_objects, multipart, object, tagging, ApiResult, Ctx};
 use crate::dialect::Dialect;
 use crate::error::S3Error;
 use crate::router::Endpoint;
@@ -52,10 +52,17 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         PutBucketVersioning => bucket::put_versioning(&ctx, body).await,
         GetBucketAcl => Ok(render(
             &ctx,
-            bucket::get_bucket_acl(&ctx).await?,
-            s3::acl::bucket_acl,
-            oss::ops::bucket_acl,
+            access::get_bucket_acl(&ctx).await?,
+            s3::acl::render,
+            oss::ops::render_acl,
         )?),
+        PutBucketAcl => access::put_bucket_acl(&ctx, body).await,
+        GetBucketOwnershipControls => access::get_ownership_controls(&ctx).await,
+        PutBucketOwnershipControls => access::put_ownership_controls(&ctx, body).await,
+        DeleteBucketOwnershipControls => access::delete_ownership_controls(&ctx).await,
+        GetPublicAccessBlock => access::get_public_access_block(&ctx).await,
+        PutPublicAccessBlock => access::put_public_access_block(&ctx, body).await,
+        DeletePublicAccessBlock => access::delete_public_access_block(&ctx).await,
         ListObjects => s3::list::list_objects_v1(&ctx).await,
         ListObjectsV2 => s3::list::list_objects_v2(&ctx).await,
         ListObjectVersions => s3::list::list_versions(&ctx).await,
@@ -78,10 +85,11 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         DeleteObject => object::delete_object(&ctx).await,
         GetObjectAcl => Ok(render(
             &ctx,
-            object::get_object_acl(&ctx).await?,
-            s3::acl::object_acl,
-            oss::ops::object_acl,
+            access::get_object_acl(&ctx).await?,
+            s3::acl::render,
+            oss::ops::render_acl,
         )?),
+        PutObjectAcl => access::put_object_acl(&ctx, body).await,
         CreateMultipartUpload => multipart::create_upload(&ctx).await,
         UploadPart {
             part_number,
@@ -124,8 +132,7 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         DeleteObjectTagging => tagging::delete_object_tagging(&ctx).await,
 
         // Named so that the surface is visible here; none is offered yet.
-        PutBucketAcl
-        | GetBucketAccelerateConfiguration
+        GetBucketAccelerateConfiguration
         | PutBucketAccelerateConfiguration
         | GetBucketAnalyticsConfiguration
         | PutBucketAnalyticsConfiguration
@@ -156,9 +163,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | ListBucketMetricsConfigurations
         | GetBucketNotificationConfiguration
         | PutBucketNotificationConfiguration
-        | GetBucketOwnershipControls
-        | PutBucketOwnershipControls
-        | DeleteBucketOwnershipControls
         | GetBucketRequestPayment
         | PutBucketRequestPayment
         | GetBucketTagging
@@ -169,11 +173,7 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | DeleteBucketWebsite
         | GetObjectLockConfiguration
         | PutObjectLockConfiguration
-        | GetPublicAccessBlock
-        | PutPublicAccessBlock
-        | DeletePublicAccessBlock
         | PostObject
-        | PutObjectAcl
         | GetObjectAttributes
         | GetObjectLegalHold
         | PutObjectLegalHold

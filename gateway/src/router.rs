@@ -232,7 +232,6 @@ endpoints! {
     GetBucketLocation,
     GetBucketVersioning,
     PutBucketVersioning,
-    /// A fixed owner FULL_CONTROL ACL.
     GetBucketAcl,
     ListObjects,
     ListObjectsV2,
@@ -319,7 +318,6 @@ endpoints! {
     PutObject,
     CopyObject,
     DeleteObject,
-    /// A fixed owner FULL_CONTROL ACL.
     GetObjectAcl,
     CreateMultipartUpload,
     UploadPart { part_number: u32, upload_id: String },
@@ -364,6 +362,14 @@ impl Endpoint {
                 | GetBucketVersioning
                 | PutBucketVersioning
                 | GetBucketAcl
+                | PutBucketAcl
+                | GetBucketOwnershipControls
+                | PutBucketOwnershipControls
+                | DeleteBucketOwnershipControls
+                | GetPublicAccessBlock
+                | PutPublicAccessBlock
+                | DeletePublicAccessBlock
+                | PutObjectAcl
                 | ListObjects
                 | ListObjectsV2
                 | ListObjectVersions

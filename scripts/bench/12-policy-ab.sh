@@ -64,6 +64,8 @@ def statements(bucket, tags):
 
 for b, tags in (("pol-none", None), ("pol-20", False), ("pol-tags", True)):
     s3.create_bucket(Bucket=b)
+    # The policies grant to everyone: no public access block.
+    s3.delete_public_access_block(Bucket=b)
     if tags is not None:
         s3.put_bucket_policy(Bucket=b, Policy=json.dumps(statements(b, tags)))
 PY

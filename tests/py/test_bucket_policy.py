@@ -64,6 +64,9 @@ def bucket(server, alice):
     s3 = alice.s3()
     name = unique_bucket_name("policy")
     s3.create_bucket(Bucket=name)
+    # These tests grant to everyone; the public access block every new
+    # bucket gets (and what it refuses) is test_acl.py's.
+    s3.delete_public_access_block(Bucket=name)
     s3.put_object(Bucket=name, Key="doc", Body=BODY)
     s3.put_object(Bucket=name, Key="pub/readme", Body=b"readme")
     yield name

@@ -64,7 +64,11 @@ pub async fn create_bucket(ctx: &Ctx, body: Body) -> ApiResult {
     if !location_ok(config.location_constraint.as_deref(), region) {
         return Err(S3Error::InvalidLocationConstraint.into());
     }
-    ctx.gw.meta.create_bucket(name, region, ctx.owner()).await?;
+    let access = super::access::new_bucket_access(ctx).await?;
+    ctx.gw
+        .meta
+        .create_bucket_with(name, region, ctx.owner(), access)
+        .await?;
     ctx.gw.buckets.invalidate(name);
     let mut resp = empty_response(StatusCode::OK);
     set_header(resp.headers_mut(), "location", &format!("/{name}"));
@@ -162,7 +166,14 @@ pub async fn put_bucket_policy(ctx: &Ctx, body: Body) -> ApiResult {
     let body = read_small_body(ctx, body, MAX_POLICY_BODY).await?;
     let text = std::str::from_utf8(&body.bytes)
         .map_err(|_| S3Error::MalformedPolicy("Policies must be valid JSON".into()))?;
-    crate::policy::Policy::parse(text, ctx.bucket()).map_err(|e| S3Error::MalformedPolicy(e.0))?;
+    let policy = crate::policy::Policy::parse(text, ctx.bucket())
+        .map_err(|e| S3Error::MalformedPolicy(e.0))?;
+    // BlockPublicPolicy: a policy that grants anything to everyone is
+    // refused (the owner reads the block from meta, not the cache).
+    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+    if bucket.access.block().block_public_policy && policy.is_public() {
+        return Err(crate::authz::denied().into());
+    }
     ctx.gw
         .meta
         .set_bucket_policy(ctx.bucket(), Some(text.to_string()))

@@ -155,6 +155,8 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
         (v.headers.clone(), v.user_meta.clone())
     };
     let tags = copy_tags(ctx, &v.tags)?;
+    // The copy gets the ACL of its own request, never the source's (S3).
+    let access = super::access::object_access(ctx, &ctx.gw.buckets.get(ctx.bucket()).await?).await?;
     check_write_conditions(ctx, &write_conditions).await?;
     let version = ctx
         .gw
@@ -170,8 +172,8 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             data: v.data.clone(),
             parts: v.parts.clone(),
             tags,
-            owner: ctx.owner().to_string(),
-            acl: None,
+            owner: access.owner,
+            acl: access.acl,
             replica_of: None,
             // Meta checks in the commit that the source still exists.
             copy_source: Some(VersionRef {

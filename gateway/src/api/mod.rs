@@ -13,6 +13,7 @@
 //! the handlers arrives as data (`DialectRules`). This module imports
 //! neither `s3` nor `oss`.
 
+pub mod access;
 pub mod bucket;
 pub mod bucket_cache;
 pub mod conditions;

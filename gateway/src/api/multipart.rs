@@ -53,6 +53,9 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
     let tags = tags_from_headers(ctx)?;
     // A replication worker's upload: its parts and object are replicas.
     let replica_of = replica_origin(ctx.headers())?;
+    // The completed object's owner and ACL, settled now (S3 takes them
+    // from CreateMultipartUpload).
+    let access = super::access::object_access(ctx, &ctx.gw.buckets.get(ctx.bucket()).await?).await?;
     let info = ctx
         .gw
         .meta
@@ -63,8 +66,8 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
             user_meta: user_meta(ctx.headers())?,
             checksum_algorithm: algo.map(|a| a.name().to_string()),
             tags,
-            owner: ctx.owner().to_string(),
-            acl: None,
+            owner: access.owner,
+            acl: access.acl,
             replica_of,
         })
         .await?;

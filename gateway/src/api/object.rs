@@ -77,6 +77,9 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     let tags = tags_from_headers(ctx)?;
     let replica_of = replica_origin(ctx.headers())?;
     let expected = expected_from_headers(ctx.headers())?;
+    // Owner and ACL are settled (and a refused ACL refused) before any
+    // byte moves; the bucket comes from the cache.
+    let access = super::access::object_access(ctx, &ctx.gw.buckets.get(bucket).await?).await?;
     let decoded = crate::body::decode(&ctx.parts, &ctx.auth, body)?;
     if decoded.decoded_len.is_some_and(|n| n > MAX_PUT_SIZE) {
         return Err(S3Error::EntityTooLarge.into());
@@ -129,8 +132,8 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
             data: written.data,
             parts: vec![],
             tags,
-            owner: ctx.owner().to_string(),
-            acl: None,
+            owner: access.owner,
+            acl: access.acl,
             replica_of,
             copy_source: None,
         }),
