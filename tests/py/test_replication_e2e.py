@@ -769,3 +769,88 @@ def test_status_failed_tasks_and_retry_failed(source, dest):
     assert (row["pending_operations"], row["completed_operations_total"]) == (0, 3), row
     # Nothing left to retry.
     assert json.loads(admin_ok(srv, "--json", "replication", "retry-failed", src)) == {"requeued": 0}
+
+
+# --------------------------------------------------------------------------
+# Replica permissions: a remote's key that is not the destination's root
+# --------------------------------------------------------------------------
+
+
+def dest_account_key(dest_region, hint: str) -> tuple[str, str, str]:
+    """(account id, access key, secret) of a fresh non-root account of the
+    destination region."""
+    name = unique_bucket_name(hint)
+    account = json.loads(admin_ok(dest_region, "--json", "account", "create", name))
+    key = json.loads(admin_ok(dest_region, "--json", "key", "create", "--name", f"{name}-k", "--account", name))
+    return account["id"], key["access_key_id"], key["secret_access_key"]
+
+
+def replica_policy(bucket: str, account_id: str, actions: list[str]) -> str:
+    return json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"AWS": account_id},
+            "Action": actions,
+            "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+        }],
+    })
+
+
+# What docs/security.md tells a remote's key to hold: the three replica
+# actions, plus HeadBucket (rule setup) and HeadObject (the worker's
+# comparisons).
+REPLICA_ACTIONS = ["s3:ReplicateObject", "s3:ReplicateDelete", "s3:ReplicateTags",
+                   "s3:GetObject", "s3:ListBucket"]
+
+
+def test_a_remote_key_of_another_account_replicates_only_where_a_policy_grants_replica_writes(
+        server_factory, dest_region, dest):
+    account, ak, sk = dest_account_key(dest_region, "replicator")
+    srv = server_factory(**FEW_ATTEMPTS)
+    add_remote(srv, "eu-acct", dest_region.endpoint, ak, sk, DEST_REGION)
+    s3 = srv.client()
+
+    granted = new_dest_bucket(dest, "d-granted")
+    dest.put_bucket_policy(Bucket=granted, Policy=replica_policy(granted, account, REPLICA_ACTIONS))
+    refused = new_dest_bucket(dest, "d-refused")
+    # s3:PutObject is not a replica permission.
+    dest.put_bucket_policy(Bucket=refused, Policy=replica_policy(
+        refused, account, ["s3:PutObject", "s3:GetObject", "s3:ListBucket"]))
+
+    src_ok = new_source_bucket(s3, "src-granted")
+    src_no = new_source_bucket(s3, "src-refused")
+    for src, d in ((src_ok, granted), (src_no, refused)):
+        s3.put_bucket_replication(Bucket=src, ReplicationConfiguration={"Role": ROLE, "Rules": [{
+            "ID": "r", "Priority": 1, "Filter": {"Prefix": ""}, "Status": "Enabled",
+            "DeleteMarkerReplication": {"Status": "Enabled"},
+            "Destination": {"Bucket": f"arn:aws:s3:::{d}"},
+        }]})
+    s3.put_object(Bucket=src_ok, Key="k", Body=b"replicated", Tagging="t=1")
+    s3.put_object(Bucket=src_no, Key="k", Body=b"refused")
+
+    wait_for_status(s3, src_ok, "k", "COMPLETED", log_of=srv)
+    wait_for_object(dest, granted, "k", b"replicated")
+    assert dest.head_object(Bucket=granted, Key="k")["ReplicationStatus"] == "REPLICA"
+    # The replica belongs to the destination bucket's owner (BucketOwnerEnforced).
+    owners = {o["Owner"]["ID"] for o in dest.list_objects_v2(Bucket=granted, FetchOwner=True)["Contents"]}
+    assert account not in owners, owners
+
+    wait_for_status(s3, src_no, "k", "FAILED", log_of=srv)
+    assert body_or_none(dest, refused, "k") is None
+
+    # From the attacker's side: the same key, signing by hand, may write
+    # plainly where s3:PutObject is granted, but not forge a replica.
+    other = make_client(dest_region.endpoint, access_key=ak, secret_key=sk, region=DEST_REGION)
+
+    def with_replica_header(request, **_):
+        request.headers["x-godwit-replica-of"] = "us-east-1;1700000000000"
+
+    other.meta.events.register("before-sign.s3.PutObject", with_replica_header)
+    with pytest.raises(ClientError) as ei:
+        other.put_object(Bucket=refused, Key="forged", Body=b"forged")
+    assert ei.value.response["Error"]["Code"] == "AccessDenied"
+    assert body_or_none(dest, refused, "forged") is None
+    # ...and where replica writes are granted, the header is honoured.
+    other.put_object(Bucket=granted, Key="forged-ok", Body=b"ok")
+    assert dest.head_object(Bucket=granted, Key="forged-ok")["ReplicationStatus"] == "REPLICA"
