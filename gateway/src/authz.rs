@@ -228,7 +228,12 @@ async fn acl_grants(
         };
         return Ok(bucket_acl_allows(gw, info, caller, needed, ignore_public).await?);
     }
-    // An operation on one object: its owner and ACL decide.
+    // On an OSS bucket every object is the bucket owner's.
+    if bucket_owner && info.access.oss {
+        return Ok(true);
+    }
+    // An operation on one object: its owner and ACL decide (a meta read,
+    // on buckets with ACLs enabled only).
     let (Some(key), Some(bucket)) = (a.key, a.bucket) else {
         return Ok(false);
     };
