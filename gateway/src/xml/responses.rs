@@ -146,6 +146,9 @@ pub struct Grantee {
     pub display_name: String,
 }
 
+/// The namespace `xsi:type` belongs to.
+pub const XSI_NS: &str = "http://www.w3.org/2001/XMLSchema-instance";
+
 impl AccessControlPolicy {
     /// The one ACL Godwit has: the owner holds FULL_CONTROL.
     pub fn owner_full_control(owner: &Owner) -> Self {
