@@ -56,6 +56,10 @@ pub enum S3Error {
     InvalidArgument(String),
     #[error("The XML you provided was not well-formed or did not validate against our published schema.")]
     MalformedXML,
+    /// An ACL body that does not parse or validate, or an ACL of more
+    /// than 100 grants (`acl::MAX_GRANTS`).
+    #[error("The XML you provided was not well-formed or did not validate against our published schema.")]
+    MalformedACLError,
     #[error("The specified bucket is not valid.")]
     InvalidBucketName,
     /// A bucket policy that does not parse or validate; the reason.
@@ -189,6 +193,7 @@ impl S3Error {
             InvalidRequest(_) => "InvalidRequest",
             InvalidArgument(_) => "InvalidArgument",
             MalformedXML => "MalformedXML",
+            MalformedACLError => "MalformedACLError",
             MalformedPolicy(_) => "MalformedPolicy",
             NoSuchBucketPolicy => "NoSuchBucketPolicy",
             AccessControlListNotSupported => "AccessControlListNotSupported",
@@ -252,6 +257,7 @@ impl S3Error {
             | InvalidRequest(_)
             | InvalidArgument(_)
             | MalformedXML
+            | MalformedACLError
             | MalformedPolicy(_)
             | AccessControlListNotSupported
             | InvalidBucketAclWithObjectOwnership

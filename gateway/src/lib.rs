@@ -17,6 +17,7 @@
 //! in-process roles or remote ones.
 
 pub mod accounts;
+pub mod acl;
 pub mod api;
 pub mod auth;
 pub mod authz;

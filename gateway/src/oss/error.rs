@@ -39,6 +39,9 @@ pub fn code(err: &S3Error) -> &'static str {
         BucketAlreadyOwnedByYou => "BucketAlreadyExists",
         // Key length is part of OSS's object-name rules.
         KeyTooLongError => "InvalidObjectName",
+        // OSS takes ACLs in headers only; a body it cannot read is
+        // MalformedXML whatever the body is for.
+        MalformedACLError => "MalformedXML",
         other => other.code(),
     }
 }

@@ -12,6 +12,7 @@ use godwit_common::types::{ListObjectsQuery, ListUploadsQuery, ObjectVersion, Ve
 use http::{HeaderMap, StatusCode};
 
 use super::xml::*;
+use crate::acl::{oss_name, AclView};
 use crate::api::bucket::{BucketAcl, BucketList, BucketLocation};
 use crate::api::delete_objects::DeleteOutcome;
 use crate::api::list::{
@@ -209,23 +210,38 @@ pub async fn get_bucket_stat(ctx: &Ctx) -> ApiResult {
     )?)
 }
 
-/// Godwit has no ACLs: buckets are private, objects follow their bucket.
-pub fn bucket_acl(acl: BucketAcl) -> Result<Response, S3Error> {
-    acl_policy(&acl.owner, "private")
-}
-
-pub fn object_acl(acl: ObjectAcl) -> Result<Response, S3Error> {
-    acl_policy(&acl.owner, "default")
-}
-
-fn acl_policy(owner: &Owner, grant: &'static str) -> Result<Response, S3Error> {
-    doc(
+/// GetBucketAcl / GetObjectACL: OSS shows an ACL as one canned name
+/// (`acl::oss_name`): `private`, `public-read`, `public-read-write`, or
+/// `default` for an object without an ACL of its own. The version id
+/// header, when the view has one, leaves as `x-oss-version-id`
+/// (`wire::finish`).
+pub fn render_acl(view: AclView) -> Result<Response, S3Error> {
+    let acl = view.acl();
+    let grant = oss_name(acl.as_ref(), view.object);
+    let mut resp = doc(
         "AccessControlPolicy",
         &AccessControlPolicy {
-            owner: owner.clone(),
+            owner: view.owner,
             acl: AccessControlList { grant },
         },
-    )
+    )?;
+    if let Some(vid) = &view.version_id {
+        set_header(resp.headers_mut(), "x-amz-version-id", vid);
+    }
+    Ok(resp)
+}
+
+/// A bucket's owner alone (until dispatch renders `AclView`s): private.
+pub fn bucket_acl(acl: BucketAcl) -> Result<Response, S3Error> {
+    render_acl(AclView::owner_full_control(acl.owner, false, None))
+}
+
+/// An object without an ACL of its own (until dispatch renders
+/// `AclView`s): default.
+pub fn object_acl(acl: ObjectAcl) -> Result<Response, S3Error> {
+    let mut view = AclView::owner_full_control(acl.owner, true, None);
+    view.own_acl = false;
+    render_acl(view)
 }
 
 fn entry(v: &ObjectVersion, enc: &Enc, owners: Option<&OwnerNames>) -> ObjectEntry {
@@ -597,5 +613,156 @@ mod tests {
             assert!(xml.contains(needle), "{needle} in {xml}");
         }
         assert!(!xml.contains("xmlns"));
+    }
+
+    mod acl {
+        use godwit_common::access::{Acl, Grant, Grantee, Group, Permission};
+        use http::{HeaderName, HeaderValue};
+
+        use super::super::*;
+        use crate::acl::{
+            expand, from_oss_headers, from_s3_headers, AclRequest, AclView, Canned, GranteeRef,
+        };
+
+        const OWNER: &str = "0022012000000000000000000000000000000000000000000000000000000001";
+
+        async fn body_of(resp: Response) -> String {
+            let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            String::from_utf8(bytes.to_vec()).unwrap()
+        }
+
+        /// The stored ACL an OSS canned value becomes (its grantees are
+        /// the owner, already a canonical id, and groups: nothing to look
+        /// up).
+        fn stored(canned: Canned) -> Acl {
+            let grants = expand(&AclRequest::canned(canned), OWNER, OWNER)
+                .into_iter()
+                .map(|(who, permission)| Grant {
+                    grantee: match who {
+                        GranteeRef::Id(id) => Grantee::Account(id),
+                        GranteeRef::Group(g) => Grantee::Group(g),
+                        GranteeRef::Email(_) => unreachable!(),
+                    },
+                    permission,
+                })
+                .collect();
+            Acl { grants }
+        }
+
+        fn view(acl: Option<Acl>, object: bool, version_id: Option<&str>) -> AclView {
+            let mut v = AclView::owner_full_control(
+                Owner::new(OWNER, "user_example"),
+                object,
+                version_id.map(str::to_string),
+            );
+            v.own_acl = acl.is_some();
+            v.grants = crate::acl::view_grants(&acl.unwrap_or_default(), |_| None);
+            v
+        }
+
+        /// GetBucketAcl / GetObjectACL answer what Put*Acl set, as OSS
+        /// documents the document: one `Grant` naming the canned ACL.
+        #[tokio::test]
+        async fn oss_acl_document_names_the_canned_acl_put() {
+            let cases: &[(Option<Canned>, bool, &str)] = &[
+                (Some(Canned::Private), false, "private"),
+                (Some(Canned::PublicRead), false, "public-read"),
+                (Some(Canned::PublicReadWrite), false, "public-read-write"),
+                (Some(Canned::Private), true, "private"),
+                (Some(Canned::PublicRead), true, "public-read"),
+                (Some(Canned::PublicReadWrite), true, "public-read-write"),
+                (None, true, "default"),
+                (None, false, "private"),
+            ];
+            for (canned, object, want) in cases {
+                let v = view(canned.map(stored), *object, None);
+                let xml = body_of(render_acl(v).unwrap()).await;
+                assert_eq!(
+                    xml,
+                    format!(
+                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<AccessControlPolicy>\
+                         <Owner><ID>{OWNER}</ID><DisplayName>user_example</DisplayName></Owner>\
+                         <AccessControlList><Grant>{want}</Grant></AccessControlList>\
+                         </AccessControlPolicy>"
+                    ),
+                    "{canned:?} object={object}"
+                );
+            }
+        }
+
+        #[tokio::test]
+        async fn oss_acl_of_full_control_to_everyone_is_public_read_write() {
+            let acl = Acl {
+                grants: vec![Grant {
+                    grantee: Grantee::Group(Group::AllUsers),
+                    permission: Permission::FullControl,
+                }],
+            };
+            let xml = body_of(render_acl(view(Some(acl), false, None)).unwrap()).await;
+            assert!(xml.contains("<Grant>public-read-write</Grant>"), "{xml}");
+        }
+
+        #[tokio::test]
+        async fn oss_object_acl_sends_the_version_id_as_oss_names_it() {
+            let resp = render_acl(view(None, true, Some("v1"))).unwrap();
+            let resp = crate::oss::wire::finish(resp, "R").await;
+            assert_eq!(resp.headers()["x-oss-version-id"], "v1");
+            let resp = render_acl(view(None, true, None)).unwrap();
+            assert!(resp.headers().get("x-amz-version-id").is_none());
+        }
+
+        /// The typed results dispatch still renders: a private bucket and
+        /// an object that follows its bucket.
+        #[tokio::test]
+        async fn oss_old_acl_results_render_as_before() {
+            let owner = Owner::new(OWNER, "user_example");
+            let xml = body_of(
+                bucket_acl(BucketAcl {
+                    owner: owner.clone(),
+                })
+                .unwrap(),
+            )
+            .await;
+            assert!(xml.contains("<Grant>private</Grant>"), "{xml}");
+            let xml = body_of(
+                object_acl(ObjectAcl {
+                    owner,
+                    version_id: "null".into(),
+                })
+                .unwrap(),
+            )
+            .await;
+            assert!(xml.contains("<Grant>default</Grant>"), "{xml}");
+        }
+
+        /// An OSS request's ACL header is read once, under its OSS name:
+        /// `wire` gives it no `x-amz-acl` alias for the S3 reader to see
+        /// as well, and the OSS reader ignores `x-amz-acl`.
+        #[test]
+        fn oss_acl_headers_are_read_once_under_their_oss_name() {
+            for (name, object) in [("x-oss-object-acl", true), ("x-oss-acl", false)] {
+                let mut h = HeaderMap::new();
+                h.insert(
+                    HeaderName::from_static(name),
+                    HeaderValue::from_static("public-read"),
+                );
+                crate::oss::wire::alias_request_headers(&mut h);
+                assert!(h.get("x-amz-acl").is_none(), "{name} was aliased");
+                assert_eq!(from_s3_headers(&h).unwrap(), None, "{name}");
+                assert_eq!(
+                    from_oss_headers(&h, object).unwrap(),
+                    Some(AclRequest::canned(Canned::PublicRead)),
+                    "{name}"
+                );
+                // The other resource's header is not this one's.
+                assert_eq!(from_oss_headers(&h, !object).unwrap(), None, "{name}");
+            }
+            let mut h = HeaderMap::new();
+            h.insert("x-amz-acl", HeaderValue::from_static("public-read"));
+            assert_eq!(from_oss_headers(&h, true).unwrap(), None);
+            assert_eq!(from_oss_headers(&h, false).unwrap(), None);
+        }
     }
 }

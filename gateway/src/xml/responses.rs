@@ -110,6 +110,7 @@ pub struct VersioningConfiguration {
     pub status: Option<String>,
 }
 
+/// GetBucketAcl / GetObjectAcl (`s3::acl::render`).
 #[derive(Serialize, Debug)]
 pub struct AccessControlPolicy {
     #[serde(rename = "@xmlns")]
@@ -131,38 +132,47 @@ pub struct Grant {
     #[serde(rename = "Grantee")]
     pub grantee: Grantee,
     #[serde(rename = "Permission")]
-    pub permission: String,
+    pub permission: &'static str,
 }
 
+/// A `CanonicalUser` grantee has `ID` (and `DisplayName` when known), a
+/// `Group` one `URI`. Stored ACLs are resolved, so the third type,
+/// `AmazonCustomerByEmail`, is never rendered.
 #[derive(Serialize, Debug)]
 pub struct Grantee {
     #[serde(rename = "@xmlns:xsi")]
     pub xmlns_xsi: &'static str,
     #[serde(rename = "@xsi:type")]
     pub xsi_type: &'static str,
-    #[serde(rename = "ID")]
-    pub id: String,
-    #[serde(rename = "DisplayName")]
-    pub display_name: String,
+    #[serde(rename = "ID", skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(rename = "DisplayName", skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(rename = "URI", skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
 }
 
-impl AccessControlPolicy {
-    /// The one ACL Godwit has: the owner holds FULL_CONTROL.
-    pub fn owner_full_control(owner: &Owner) -> Self {
-        AccessControlPolicy {
-            xmlns: Ns::default(),
-            owner: owner.clone(),
-            acl: AccessControlList {
-                grant: vec![Grant {
-                    grantee: Grantee {
-                        xmlns_xsi: "http://www.w3.org/2001/XMLSchema-instance",
-                        xsi_type: "CanonicalUser",
-                        id: owner.id.clone(),
-                        display_name: owner.display_name.clone(),
-                    },
-                    permission: "FULL_CONTROL".into(),
-                }],
-            },
+/// The namespace `xsi:type` belongs to.
+pub const XSI_NS: &str = "http://www.w3.org/2001/XMLSchema-instance";
+
+impl Grantee {
+    pub fn canonical_user(id: String, display_name: Option<String>) -> Self {
+        Grantee {
+            xmlns_xsi: XSI_NS,
+            xsi_type: "CanonicalUser",
+            id: Some(id),
+            display_name,
+            uri: None,
+        }
+    }
+
+    pub fn group(uri: &str) -> Self {
+        Grantee {
+            xmlns_xsi: XSI_NS,
+            xsi_type: "Group",
+            id: None,
+            display_name: None,
+            uri: Some(uri.to_string()),
         }
     }
 }
