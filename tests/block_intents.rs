@@ -45,6 +45,7 @@ impl Server {
             admin_listen: Some("127.0.0.1:0".into()),
             region: Some("us-east-1".into()),
             domains: Vec::new(),
+            default_public_access_block: None,
             net: Default::default(),
             storage: StorageArgs {
                 inline_threshold: None,

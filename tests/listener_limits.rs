@@ -42,6 +42,7 @@ async fn server(net: NetArgs) -> Server {
         admin_listen: Some("127.0.0.1:0".into()),
         region: None,
         domains: Vec::new(),
+        default_public_access_block: None,
         net,
         storage: StorageArgs {
             inline_threshold: None,

@@ -51,6 +51,7 @@ async fn start_region(name: &str, dir: &std::path::Path, s3_listen: &str) -> Ser
         admin_listen: Some("127.0.0.1:0".into()),
         region: Some(name.into()),
         domains: Vec::new(),
+        default_public_access_block: None,
         net: Default::default(),
         storage: StorageArgs {
             inline_threshold: None,

@@ -62,6 +62,7 @@ async fn region(name: &'static str, tls: bool) -> Region {
         admin_listen: Some("127.0.0.1:0".into()),
         region: Some(name.into()),
         domains: Vec::new(),
+        default_public_access_block: None,
         net: NetArgs {
             tls_cert: pki.as_ref().map(|p| p.cert_path.clone()),
             tls_key: pki.as_ref().map(|p| p.key_path.clone()),

@@ -226,7 +226,7 @@ async fn acl_grants(
         let Some(needed) = crate::acl::bucket_permission(action) else {
             return Ok(false);
         };
-        return Ok(bucket_acl_allows(gw, info, caller, needed, ignore_public).await?);
+        return bucket_acl_allows(gw, info, caller, needed, ignore_public).await;
     }
     // On an OSS bucket every object is the bucket owner's.
     if bucket_owner && info.access.oss {

@@ -6,7 +6,9 @@
 use axum::body::Body;
 use axum::response::Response;
 
-use crate::api::{access, bucket, copy, delete_objects, multipart, object, tagging, ApiResult, Ctx};
+use crate::api::{
+    access, bucket, copy, delete_objects, multipart, object, tagging, ApiResult, Ctx,
+};
 use crate::dialect::Dialect;
 use crate::error::S3Error;
 use crate::router::Endpoint;

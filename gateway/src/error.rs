@@ -78,9 +78,6 @@ pub enum S3Error {
     /// access block applies.
     #[error("Bucket cannot have public ACLs set with BlockPublicAccess enabled")]
     InvalidBucketAclWithBlockPublicAccessError,
-    /// An ACL body that does not parse as an AccessControlPolicy.
-    #[error("The XML you provided was not well-formed or did not validate against our published schema")]
-    MalformedACLError,
     /// A body where the request takes none (ACL headers and a body).
     #[error("This request does not support content")]
     UnexpectedContent,
@@ -202,7 +199,6 @@ impl S3Error {
             InvalidBucketAclWithBlockPublicAccessError => {
                 "InvalidBucketAclWithBlockPublicAccessError"
             }
-            MalformedACLError => "MalformedACLError",
             UnexpectedContent => "UnexpectedContent",
             OwnershipControlsNotFoundError => "OwnershipControlsNotFoundError",
             NoSuchPublicAccessBlockConfiguration => "NoSuchPublicAccessBlockConfiguration",
@@ -263,7 +259,6 @@ impl S3Error {
             | InvalidBucketAclWithObjectOwnership
             | UnresolvableGrantByEmailAddress
             | InvalidBucketAclWithBlockPublicAccessError
-            | MalformedACLError
             | UnexpectedContent
             | InvalidBucketName
             | KeyTooLongError

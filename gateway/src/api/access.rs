@@ -23,7 +23,7 @@ use axum::body::Body;
 use godwit_common::access::{
     AccessChange, Acl, BucketAccess, Grantee, ObjectOwnership, Permission, PublicAccessBlock,
 };
-use godwit_common::types::BucketInfo;
+use godwit_common::types::{BucketInfo, NULL_VERSION_ID};
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
 
@@ -101,7 +101,11 @@ pub async fn object_access(ctx: &Ctx, bucket: &BucketInfo) -> Result<ObjectAcces
             && requested
                 .as_ref()
                 .is_some_and(|r| is_bucket_owner_full_control(r, &writer, &bucket_owner)));
-    let owner = if owner_takes { bucket_owner.clone() } else { writer };
+    let owner = if owner_takes {
+        bucket_owner.clone()
+    } else {
+        writer
+    };
     let acl = match requested {
         None => None,
         Some(req) => resolve_requested(ctx, bucket, &req, &owner, &bucket_owner).await?,
@@ -137,7 +141,9 @@ pub async fn new_bucket_access(ctx: &Ctx) -> Result<BucketAccess, S3Error> {
     let requested = acl_headers(ctx, false)?;
     if ctx.dialect.is_oss() {
         let acl = match requested {
-            Some(req) => Some(acl::resolve(acl::expand(&req, &owner, &owner), &*ctx.gw.meta).await?),
+            Some(req) => {
+                Some(acl::resolve(acl::expand(&req, &owner, &owner), &*ctx.gw.meta).await?)
+            }
             None => None,
         };
         return Ok(BucketAccess {
@@ -285,7 +291,10 @@ pub async fn get_object_acl(ctx: &Ctx) -> Result<AclView, ApiError> {
     }
     let v = obj.version;
     let (owner, acl) = match bucket.access.acls_enabled() {
-        true => (object_owner_id(ctx, &bucket, &v.owner).await?, v.acl.as_ref()),
+        true => (
+            object_owner_id(ctx, &bucket, &v.owner).await?,
+            v.acl.as_ref(),
+        ),
         false => (bucket_owner_id(ctx, &bucket).await?, None),
     };
     let own_acl = !(bucket.access.oss && acl.is_none());
@@ -293,7 +302,10 @@ pub async fn get_object_acl(ctx: &Ctx) -> Result<AclView, ApiError> {
         true => acl,
         false => bucket.access.acl.as_ref(),
     };
-    Ok(view(ctx, &owner, inherited, true, own_acl, Some(v.version_id.clone())).await?)
+    // A real version id is shown, the "null" one is not (as for the
+    // other object operations).
+    let shown = (v.version_id != NULL_VERSION_ID).then(|| v.version_id.clone());
+    Ok(view(ctx, &owner, inherited, true, own_acl, shown).await?)
 }
 
 /// The canonical id of an object's owner as stored (the bucket owner's

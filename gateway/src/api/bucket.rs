@@ -140,20 +140,6 @@ pub async fn put_versioning(ctx: &Ctx, body: Body) -> ApiResult {
     Ok(empty_response(StatusCode::OK))
 }
 
-/// GetBucketAcl: Godwit has no ACLs, so all there is to tell is the
-/// bucket's owner (the requester for a bucket created before owners were
-/// kept); each dialect reports its default grant for it.
-pub struct BucketAcl {
-    pub owner: Owner,
-}
-
-pub async fn get_bucket_acl(ctx: &Ctx) -> Result<BucketAcl, S3Error> {
-    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    Ok(BucketAcl {
-        owner: ctx.owner_of(&bucket.owner).await?,
-    })
-}
-
 // ---- bucket policies ----
 
 /// The largest policy body read: S3's 20 KiB limit does not count

@@ -55,7 +55,8 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
     let replica_of = replica_origin(ctx.headers())?;
     // The completed object's owner and ACL, settled now (S3 takes them
     // from CreateMultipartUpload).
-    let access = super::access::object_access(ctx, &ctx.gw.buckets.get(ctx.bucket()).await?).await?;
+    let access =
+        super::access::object_access(ctx, &ctx.gw.buckets.get(ctx.bucket()).await?).await?;
     let info = ctx
         .gw
         .meta

@@ -361,31 +361,6 @@ pub async fn delete_object(ctx: &Ctx) -> ApiResult {
     Ok(resp)
 }
 
-/// GetObjectAcl: Godwit has no ACLs, so all there is to tell is the
-/// version's writer (the requester for one written before owners were
-/// kept) and which version was read; each dialect reports its default
-/// grant for it.
-pub struct ObjectAcl {
-    pub owner: crate::xml::responses::Owner,
-    pub version_id: String,
-}
-
-pub async fn get_object_acl(ctx: &Ctx) -> Result<ObjectAcl, ApiError> {
-    let version_id = ctx.query.get("versionId");
-    let obj = ctx
-        .gw
-        .meta
-        .get_object(ctx.bucket(), ctx.key(), version_id)
-        .await?;
-    if obj.version.is_delete_marker {
-        return Err(delete_marker_error(&obj.version, version_id.is_some()));
-    }
-    Ok(ObjectAcl {
-        owner: ctx.owner_of(&obj.version.owner).await?,
-        version_id: obj.version.version_id,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

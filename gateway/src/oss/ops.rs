@@ -13,14 +13,13 @@ use http::{HeaderMap, StatusCode};
 
 use super::xml::*;
 use crate::acl::{oss_name, AclView};
-use crate::api::bucket::{BucketAcl, BucketList, BucketLocation};
+use crate::api::bucket::{BucketList, BucketLocation};
 use crate::api::delete_objects::DeleteOutcome;
 use crate::api::list::{
     encode_token, fetch_v1, non_empty, parse_encoding, Enc, Listing, V1Listing, V2Query,
     VersionsQuery,
 };
 use crate::api::multipart::{PartsListing, PartsQuery, UploadsListing};
-use crate::api::object::ObjectAcl;
 use crate::api::{set_header, xml_response, ApiResult, Ctx, ObjectFacts, OwnerNames};
 use crate::error::S3Error;
 use crate::xml::{quote_etag, render};
@@ -137,7 +136,9 @@ pub async fn get_bucket_info(ctx: &Ctx) -> ApiResult {
                     VersioningState::Suspended => Some("Suspended"),
                 },
                 owner,
-                acl: AccessControlList { grant: "private" },
+                acl: AccessControlList {
+                    grant: crate::acl::oss_name(bucket.access.acl.as_ref(), false),
+                },
                 comment: String::new(),
             },
         },
@@ -229,19 +230,6 @@ pub fn render_acl(view: AclView) -> Result<Response, S3Error> {
         set_header(resp.headers_mut(), "x-amz-version-id", vid);
     }
     Ok(resp)
-}
-
-/// A bucket's owner alone (until dispatch renders `AclView`s): private.
-pub fn bucket_acl(acl: BucketAcl) -> Result<Response, S3Error> {
-    render_acl(AclView::owner_full_control(acl.owner, false, None))
-}
-
-/// An object without an ACL of its own (until dispatch renders
-/// `AclView`s): default.
-pub fn object_acl(acl: ObjectAcl) -> Result<Response, S3Error> {
-    let mut view = AclView::owner_full_control(acl.owner, true, None);
-    view.own_acl = false;
-    render_acl(view)
 }
 
 fn entry(v: &ObjectVersion, enc: &Enc, owners: Option<&OwnerNames>) -> ObjectEntry {
@@ -711,30 +699,6 @@ mod tests {
             assert_eq!(resp.headers()["x-oss-version-id"], "v1");
             let resp = render_acl(view(None, true, None)).unwrap();
             assert!(resp.headers().get("x-amz-version-id").is_none());
-        }
-
-        /// The typed results dispatch still renders: a private bucket and
-        /// an object that follows its bucket.
-        #[tokio::test]
-        async fn oss_old_acl_results_render_as_before() {
-            let owner = Owner::new(OWNER, "user_example");
-            let xml = body_of(
-                bucket_acl(BucketAcl {
-                    owner: owner.clone(),
-                })
-                .unwrap(),
-            )
-            .await;
-            assert!(xml.contains("<Grant>private</Grant>"), "{xml}");
-            let xml = body_of(
-                object_acl(ObjectAcl {
-                    owner,
-                    version_id: "null".into(),
-                })
-                .unwrap(),
-            )
-            .await;
-            assert!(xml.contains("<Grant>default</Grant>"), "{xml}");
         }
 
         /// An OSS request's ACL header is read once, under its OSS name:

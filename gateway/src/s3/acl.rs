@@ -6,12 +6,9 @@
 
 use axum::response::Response;
 use godwit_common::access::Grantee;
-use godwit_common::types::NULL_VERSION_ID;
 use http::StatusCode;
 
 use crate::acl::{AclView, GrantView};
-use crate::api::bucket::BucketAcl;
-use crate::api::object::ObjectAcl;
 use crate::api::{version_header, xml_response};
 use crate::error::S3Error;
 use crate::xml::render as render_xml;
@@ -43,19 +40,6 @@ fn grant(g: GrantView) -> responses::Grant {
         grantee,
         permission: g.permission.s3_name(),
     }
-}
-
-/// The owner's FULL_CONTROL (until dispatch renders `AclView`s).
-pub fn bucket_acl(acl: BucketAcl) -> Result<Response, S3Error> {
-    render(AclView::owner_full_control(acl.owner, false, None))
-}
-
-/// The owner's FULL_CONTROL, with the version id header for a real
-/// version id (until dispatch renders `AclView`s).
-pub fn object_acl(acl: ObjectAcl) -> Result<Response, S3Error> {
-    let vid = acl.version_id;
-    let shown = (vid != NULL_VERSION_ID).then_some(vid);
-    render(AclView::owner_full_control(acl.owner, true, shown))
 }
 
 #[cfg(test)]
@@ -191,20 +175,12 @@ mod tests {
         let acl = Acl::private(ALICE);
         let resp = render(view(&acl, true, Some("v1"))).unwrap();
         assert_eq!(resp.headers()["x-amz-version-id"], "v1");
-        let resp = render(view(&acl, true, Some(NULL_VERSION_ID))).unwrap();
+        let resp = render(view(
+            &acl,
+            true,
+            Some(godwit_common::types::NULL_VERSION_ID),
+        ))
+        .unwrap();
         assert_eq!(resp.headers()["x-amz-version-id"], "null");
-        // The old typed result: "null" is not shown.
-        let old = ObjectAcl {
-            owner: Owner::new(ALICE, "alice"),
-            version_id: NULL_VERSION_ID.into(),
-        };
-        let resp = object_acl(old).unwrap();
-        assert!(resp.headers().get("x-amz-version-id").is_none());
-        let xml = body_of(resp).await;
-        let parsed = from_xml(xml.as_bytes()).unwrap();
-        assert_eq!(
-            parsed.request.grants,
-            vec![(GranteeRef::Id(ALICE.into()), Permission::FullControl)]
-        );
     }
 }
