@@ -86,8 +86,12 @@ pub async fn authorize(gw: &Gateway, a: &Access<'_>) -> Result<(), S3Error> {
         else {
             return Err(denied());
         };
-        let resource = format!("arn:aws:s3:::{bucket}/{key}");
-        return check(gw, a, bucket, action, &resource).await;
+        let target = Target {
+            bucket,
+            key: Some(key),
+            version: a.query.get("versionId"),
+        };
+        return check(gw, a, &target, action).await;
     }
     match (a.ep, a.bucket) {
         // ListBuckets lists the caller's own; CreateBucket is open to
@@ -96,11 +100,12 @@ pub async fn authorize(gw: &Gateway, a: &Access<'_>) -> Result<(), S3Error> {
         (Endpoint::ListBuckets | Endpoint::CreateBucket, _) if !is_anonymous(a.caller) => Ok(()),
         (_, Some(bucket)) => {
             let action = iam_action(a.ep, a.query.has("versionId"));
-            let resource = match a.key {
-                Some(key) => format!("arn:aws:s3:::{bucket}/{key}"),
-                None => format!("arn:aws:s3:::{bucket}"),
+            let target = Target {
+                bucket,
+                key: a.key,
+                version: a.query.get("versionId"),
             };
-            check(gw, a, bucket, action, &resource).await
+            check(gw, a, &target, action).await
         }
         _ => Err(denied()),
     }
@@ -140,23 +145,39 @@ pub async fn authorize_copy_source(
         Some(_) => "s3:GetObjectVersion",
         None => "s3:GetObject",
     };
-    check(
-        gw,
-        a,
+    let target = Target {
         bucket,
-        action,
-        &format!("arn:aws:s3:::{bucket}/{key}"),
-    )
-    .await
+        key: Some(key),
+        version: version_id,
+    };
+    check(gw, a, &target, action).await
+}
+
+/// What an action is on: a bucket, or one object (version) in it (the
+/// request's own, or a copy's source).
+struct Target<'a> {
+    bucket: &'a str,
+    key: Option<&'a str>,
+    version: Option<&'a str>,
+}
+
+impl Target<'_> {
+    fn arn(&self) -> String {
+        match self.key {
+            Some(key) => format!("arn:aws:s3:::{}/{key}", self.bucket),
+            None => format!("arn:aws:s3:::{}", self.bucket),
+        }
+    }
 }
 
 async fn check(
     gw: &Gateway,
     a: &Access<'_>,
-    bucket: &str,
+    target: &Target<'_>,
     action: &str,
-    resource: &str,
 ) -> Result<(), S3Error> {
+    let bucket = target.bucket;
+    let resource = &target.arn();
     let info = match gw.buckets.get(bucket).await {
         Ok(info) => info,
         // Unsigned callers are not told which buckets exist.
@@ -169,7 +190,7 @@ async fn check(
     }
     if let Some(text) = &info.policy {
         let policy = gw.policies.get(bucket, text)?;
-        let context = context(gw, a, bucket, &policy).await?;
+        let context = context(gw, a, target, &policy).await?;
         let principal = match is_anonymous(a.caller) {
             true => Principal::Anonymous,
             false => Principal::Account { id: &a.caller.id },
@@ -197,7 +218,7 @@ async fn check(
     if !info.access.acls_enabled() {
         return if owner { Ok(()) } else { Err(denied()) };
     }
-    match acl_grants(gw, a, &info, owner, action).await? {
+    match acl_grants(gw, a, target, &info, owner, action).await? {
         true => Ok(()),
         false => Err(denied()),
     }
@@ -212,13 +233,14 @@ async fn check(
 async fn acl_grants(
     gw: &Gateway,
     a: &Access<'_>,
+    target: &Target<'_>,
     info: &BucketInfo,
     bucket_owner: bool,
     action: &str,
 ) -> Result<bool, S3Error> {
     let caller = (!is_anonymous(a.caller)).then_some(a.caller.id.as_str());
     let ignore_public = info.access.block().ignore_public_acls;
-    let object_action = a.key.is_some() && !BUCKET_WIDE_OBJECT_ACTIONS.contains(&action);
+    let object_action = target.key.is_some() && !BUCKET_WIDE_OBJECT_ACTIONS.contains(&action);
     if !object_action {
         if bucket_owner {
             return Ok(true);
@@ -234,14 +256,10 @@ async fn acl_grants(
     }
     // An operation on one object: its owner and ACL decide (a meta read,
     // on buckets with ACLs enabled only).
-    let (Some(key), Some(bucket)) = (a.key, a.bucket) else {
+    let Some(key) = target.key else {
         return Ok(false);
     };
-    let version = match gw
-        .meta
-        .get_object(bucket, key, a.query.get("versionId"))
-        .await
-    {
+    let version = match gw.meta.get_object(target.bucket, key, target.version).await {
         Ok(obj) => obj.version,
         // Nothing to protect: the operation itself answers (NoSuchKey to
         // whoever may read the bucket's objects at all).
@@ -318,7 +336,7 @@ async fn owns(gw: &Gateway, bucket: &BucketInfo, caller: &Account) -> Result<boo
 async fn context(
     gw: &Gateway,
     a: &Access<'_>,
-    bucket: &str,
+    target: &Target<'_>,
     policy: &Parsed,
 ) -> Result<HashMap<String, Vec<String>>, S3Error> {
     let mut c: HashMap<String, Vec<String>> = HashMap::new();
@@ -377,7 +395,7 @@ async fn context(
             }
         }
     }
-    if let Some(v) = a.query.get("versionId") {
+    if let Some(v) = target.version {
         put("s3:versionid", v.to_string());
     }
     if let Some(tagging) = header("x-amz-tagging") {
@@ -391,9 +409,8 @@ async fn context(
     }
     // The stored object's tags cost a meta read: only for policies that
     // name them, on object operations.
-    if let (Some(key), true) = (a.key, policy.existing_object_tags) {
-        let version = a.query.get("versionId");
-        match gw.meta.get_object(bucket, key, version).await {
+    if let (Some(key), true) = (target.key, policy.existing_object_tags) {
+        match gw.meta.get_object(target.bucket, key, target.version).await {
             Ok(obj) => {
                 for (k, v) in &obj.version.tags {
                     put(
