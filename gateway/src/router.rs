@@ -372,6 +372,7 @@ impl Endpoint {
                 | GetObject
                 | HeadObject
                 | PutObject
+                | PostObject
                 | CopyObject
                 | DeleteObject
                 | GetObjectAcl
