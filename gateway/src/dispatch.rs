@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::response::Response;
 
 use crate::api::{
-    access, bucket, copy, delete_objects, multipart, object, tagging, ApiResult, Ctx,
+    access, bucket, copy, delete_objects, multipart, object, post_object, tagging, ApiResult, Ctx,
 };
 use crate::dialect::Dialect;
 use crate::error::S3Error;
@@ -83,6 +83,14 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         GetObject => object::get_object(&ctx, false).await,
         HeadObject => object::get_object(&ctx, true).await,
         PutObject => object::put_object(&ctx, body).await,
+        PostObject => {
+            let oss = post_object::OssForms {
+                alias_headers: oss::wire::alias_request_headers,
+                rules: oss::wire::rules,
+                region_matches: oss::auth::region_matches,
+            };
+            post_object::post_object(ctx, body, &oss).await
+        }
         CopyObject => copy::copy_object(&ctx).await,
         DeleteObject => object::delete_object(&ctx).await,
         GetObjectAcl => Ok(render(
@@ -175,7 +183,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | DeleteBucketWebsite
         | GetObjectLockConfiguration
         | PutObjectLockConfiguration
-        | PostObject
         | GetObjectAttributes
         | GetObjectLegalHold
         | PutObjectLegalHold

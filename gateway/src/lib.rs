@@ -295,7 +295,15 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
             query: &query,
             signature_version: auth.scheme.signature_version(),
         };
-        authz::authorize(&gw, &access).await?;
+        // A browser form carries its credentials in its body: the
+        // handler authenticates the form and authorizes the PutObject it
+        // asks for (`api::post_object`). A signed request is authorized
+        // here as well.
+        let form_authorizes_itself =
+            endpoint == router::Endpoint::PostObject && authz::is_anonymous(&caller);
+        if !form_authorizes_itself {
+            authz::authorize(&gw, &access).await?;
+        }
         let mut parts = parts;
         if dialect.is_oss() {
             oss::wire::alias_request_headers(&mut parts.headers);

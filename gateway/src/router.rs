@@ -378,6 +378,7 @@ impl Endpoint {
                 | GetObject
                 | HeadObject
                 | PutObject
+                | PostObject
                 | CopyObject
                 | DeleteObject
                 | GetObjectAcl

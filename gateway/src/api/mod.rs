@@ -23,6 +23,8 @@ pub mod headers;
 pub mod list;
 pub mod multipart;
 pub mod object;
+pub mod post_object;
+pub mod post_policy;
 pub mod range;
 pub mod tagging;
 
