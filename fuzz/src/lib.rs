@@ -318,6 +318,9 @@ pub fn xml(body: &[u8]) {
     if let Ok(d) = requests::parse_delete(body) {
         assert!(d.objects.len() <= requests::MAX_DELETE_KEYS);
     }
+    if let Ok(acl) = godwit_gateway::acl::from_xml(body) {
+        assert!(acl.request.grants.len() <= godwit_gateway::acl::MAX_GRANTS);
+    }
 }
 
 // ---------------------------------------------------------------- datanode
