@@ -99,7 +99,20 @@ impl Ctx {
     }
 
     /// `owner_of` for every distinct owner of a page, resolved once each.
+    /// On a bucket whose objects all belong to its owner (ACLs disabled,
+    /// or an OSS bucket) every owner shows as the bucket's, whoever wrote
+    /// the object.
     pub async fn owner_names(&self, mut owners: Vec<String>) -> Result<OwnerNames, S3Error> {
+        if let Some(bucket) = &self.bucket {
+            let info = self.gw.buckets.get(bucket).await?;
+            if !info.access.acls_enabled() || info.access.oss {
+                let all = self.owner_of(&info.owner).await?;
+                return Ok(OwnerNames {
+                    names: Default::default(),
+                    all: Some(all),
+                });
+            }
+        }
         owners.sort_unstable();
         owners.dedup();
         let mut names = std::collections::HashMap::new();
@@ -107,18 +120,25 @@ impl Ctx {
             let shown = self.owner_of(&owner).await?;
             names.insert(owner, shown);
         }
-        Ok(OwnerNames(names))
+        Ok(OwnerNames { names, all: None })
     }
 }
 
 /// Owners of a page as responses show them (`Ctx::owner_names`).
 #[derive(Default)]
-pub struct OwnerNames(std::collections::HashMap<String, Owner>);
+pub struct OwnerNames {
+    names: std::collections::HashMap<String, Owner>,
+    /// Every object's owner, when the bucket owner owns them all.
+    all: Option<Owner>,
+}
 
 impl OwnerNames {
     /// The resolved owner, or the stored value as both id and name.
     pub fn get(&self, owner: &str) -> Owner {
-        self.0
+        if let Some(all) = &self.all {
+            return all.clone();
+        }
+        self.names
             .get(owner)
             .cloned()
             .unwrap_or_else(|| Owner::new(owner, owner))
