@@ -630,10 +630,12 @@ impl FileBody {
     }
 
     fn into_stream(self) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send {
+        // Fused: the body reader may poll once more after the end.
         futures::stream::unfold(self, |mut file| async move {
             let item = file.next().await?;
             Some((item, file))
         })
+        .fuse()
     }
 }
 
