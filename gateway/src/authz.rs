@@ -91,7 +91,7 @@ pub async fn authorize(gw: &Gateway, a: &Access<'_>) -> Result<(), S3Error> {
             key: Some(key),
             version: a.query.get("versionId"),
         };
-        return check(gw, a, &target, action).await;
+        return check_as(gw, a, &target, action, Grantors::PolicyOnly).await;
     }
     match (a.ep, a.bucket) {
         // ListBuckets lists the caller's own; CreateBucket is open to
@@ -176,6 +176,26 @@ async fn check(
     target: &Target<'_>,
     action: &str,
 ) -> Result<(), S3Error> {
+    check_as(gw, a, target, action, Grantors::All).await
+}
+
+/// Who may grant an action.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Grantors {
+    /// The policy, ownership and ACLs, in AWS's order.
+    All,
+    /// Only an Allow of the bucket policy (replica writes: owning the
+    /// bucket is not enough).
+    PolicyOnly,
+}
+
+async fn check_as(
+    gw: &Gateway,
+    a: &Access<'_>,
+    target: &Target<'_>,
+    action: &str,
+    grantors: Grantors,
+) -> Result<(), S3Error> {
     let bucket = target.bucket;
     let resource = &target.arn();
     let info = match gw.buckets.get(bucket).await {
@@ -185,7 +205,7 @@ async fn check(
         Err(e) => return Err(e.into()),
     };
     let owner = !is_anonymous(a.caller) && owns(gw, &info, a.caller).await?;
-    if owner && POLICY_ACTIONS.contains(&action) {
+    if owner && POLICY_ACTIONS.contains(&action) && grantors == Grantors::All {
         return Ok(());
     }
     if let Some(text) = &info.policy {
@@ -214,6 +234,9 @@ async fn check(
             }
             _ => {}
         }
+    }
+    if grantors == Grantors::PolicyOnly {
+        return Err(denied());
     }
     if !info.access.acls_enabled() {
         return if owner { Ok(()) } else { Err(denied()) };
