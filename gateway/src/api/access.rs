@@ -330,6 +330,12 @@ pub async fn put_object_acl(ctx: &Ctx, body: Body) -> ApiResult {
         .meta
         .get_object(ctx.bucket(), ctx.key(), version_id)
         .await?;
+    if obj.version.is_delete_marker {
+        return Err(super::object::delete_marker_error(
+            &obj.version,
+            version_id.is_some(),
+        ));
+    }
     let bucket_owner = bucket_owner_id(ctx, &bucket).await?;
     let owner = object_owner_id(ctx, &bucket, &obj.version.owner).await?;
     let req = put_request(ctx, body, true, &owner).await?;
