@@ -104,10 +104,13 @@ pub fn decode(
         trailers: trailers.clone(),
         done: false,
     };
+    // Fused: a reader may poll once more after the end (POST Object
+    // reads the rest of the body after multer saw its end).
     let stream = futures::stream::unfold(state, |mut state| async move {
         let item = state.next().await?;
         Some((item.map_err(into_io), state))
-    });
+    })
+    .fuse();
     Ok(RequestBody {
         stream: Box::pin(stream),
         decoded_len,
