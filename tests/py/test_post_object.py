@@ -200,6 +200,8 @@ def test_success_action_redirect_answers_303(s3, s3v4, bucket):
 
 
 def test_anonymous_form_where_a_policy_grants_everyone_put(server, s3, bucket):
+    # A public policy needs the bucket's public access block gone.
+    s3.delete_public_access_block(Bucket=bucket)
     s3.put_bucket_policy(
         Bucket=bucket,
         Policy=json.dumps(
