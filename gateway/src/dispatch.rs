@@ -192,9 +192,24 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | RestoreObject
         | AppendObject
         | SelectObjectContent
-        | WriteGetObjectResponse
-        | Options => Err(S3Error::NotImplemented.into()),
+        | WriteGetObjectResponse => Err(S3Error::NotImplemented.into()),
+        // A CORS preflight, answered before authorization (it never
+        // carries credentials): Godwit has no CORS configurations yet, so
+        // every preflight is refused as S3 refuses one for a bucket
+        // without CORS.
+        Options => Err(cors_preflight(&ctx)),
     }
+}
+
+/// S3's answer to a preflight on a bucket without a CORS configuration.
+fn cors_preflight(ctx: &Ctx) -> crate::api::ApiError {
+    if ctx.header("origin").is_none() {
+        return S3Error::BadRequest(
+            "Insufficient information. Origin request header needed.".into(),
+        )
+        .into();
+    }
+    S3Error::AccessForbidden("CORSResponse: CORS is not enabled for this bucket.".into()).into()
 }
 
 /// A handler's typed result, rendered in the request's dialect.

@@ -50,6 +50,13 @@ pub enum S3Error {
     MissingContentLength,
 
     // ---- request shape ----
+    /// A CORS preflight the bucket's (absent) CORS configuration does not
+    /// allow.
+    #[error("{0}")]
+    AccessForbidden(String),
+    /// A CORS preflight without the headers it needs.
+    #[error("{0}")]
+    BadRequest(String),
     #[error("{0}")]
     InvalidRequest(String),
     #[error("{0}")]
@@ -187,6 +194,8 @@ impl S3Error {
             IncompleteBody => "IncompleteBody",
             RequestTimeout => "RequestTimeout",
             MissingContentLength => "MissingContentLength",
+            AccessForbidden(_) => "AccessForbidden",
+            BadRequest(_) => "BadRequest",
             InvalidRequest(_) => "InvalidRequest",
             InvalidArgument(_) => "InvalidArgument",
             MalformedXML => "MalformedXML",
@@ -240,9 +249,11 @@ impl S3Error {
     pub fn http_status(&self) -> StatusCode {
         use S3Error::*;
         match self {
-            SignatureDoesNotMatch | InvalidAccessKeyId | AccessDenied(_) | RequestTimeTooSkewed => {
-                StatusCode::FORBIDDEN
-            }
+            SignatureDoesNotMatch
+            | InvalidAccessKeyId
+            | AccessDenied(_)
+            | AccessForbidden(_)
+            | RequestTimeTooSkewed => StatusCode::FORBIDDEN,
             AuthorizationHeaderMalformed(_)
             | AuthorizationQueryParametersError(_)
             | XAmzContentSHA256Mismatch
@@ -250,6 +261,7 @@ impl S3Error {
             | InvalidDigest(_)
             | IncompleteBody
             | RequestTimeout
+            | BadRequest(_)
             | InvalidRequest(_)
             | InvalidArgument(_)
             | MalformedXML

@@ -119,8 +119,8 @@ pub fn iam_action(ep: &Endpoint, versioned: bool) -> &'static str {
         GetObjectTorrent => v("s3:GetObjectTorrent", "s3:GetObjectVersionTorrent"),
         RestoreObject => "s3:RestoreObject",
         WriteGetObjectResponse => "s3-object-lambda:WriteGetObjectResponse",
-        // A CORS preflight is answered before authorization on AWS; it
-        // has no action of its own.
+        // A CORS preflight is answered before authorization (`lib.rs`);
+        // it has no action of its own.
         Options => "s3:GetObject",
     }
 }
