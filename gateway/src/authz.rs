@@ -355,25 +355,35 @@ async fn owns(gw: &Gateway, bucket: &BucketInfo, caller: &Account) -> Result<boo
     }
 }
 
-/// The condition keys of the request (lower-case names).
+/// The condition keys of the request (lower-case names) that the policy
+/// tests: a key no condition reads is neither computed nor stored.
 async fn context(
     gw: &Gateway,
     a: &Access<'_>,
     target: &Target<'_>,
     policy: &Parsed,
 ) -> Result<HashMap<String, Vec<String>>, S3Error> {
+    let keys = &policy.keys;
     let mut c: HashMap<String, Vec<String>> = HashMap::new();
-    let mut put = |k: &str, v: String| c.entry(k.to_string()).or_default().push(v);
+    if keys.is_empty() {
+        return Ok(c);
+    }
+    let mut put = |k: &str, v: &dyn Fn() -> String| {
+        if keys.contains(k) {
+            c.entry(k.to_string()).or_default().push(v());
+        }
+    };
     let now = time::OffsetDateTime::now_utc();
-    put(
-        "aws:currenttime",
+    put("aws:currenttime", &|| {
         now.format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default(),
-    );
-    put("aws:epochtime", now.unix_timestamp().to_string());
+            .unwrap_or_default()
+    });
+    put("aws:epochtime", &|| now.unix_timestamp().to_string());
     if let Some(conn) = a.parts.extensions.get::<ClientConn>() {
-        put("aws:sourceip", conn.peer.ip().to_canonical().to_string());
-        put("aws:securetransport", conn.secure.to_string());
+        put("aws:sourceip", &|| {
+            conn.peer.ip().to_canonical().to_string()
+        });
+        put("aws:securetransport", &|| conn.secure.to_string());
     }
     let header = |name: &str| a.parts.headers.get(name).and_then(|v| v.to_str().ok());
     for (key, name) in [
@@ -390,18 +400,18 @@ async fn context(
         ("s3:x-amz-copy-source", "x-amz-copy-source"),
     ] {
         if let Some(v) = header(name) {
-            put(key, v.to_string());
+            put(key, &|| v.to_string());
         }
     }
     if is_anonymous(a.caller) {
-        put("aws:principaltype", "Anonymous".into());
+        put("aws:principaltype", &|| "Anonymous".into());
     } else {
-        put("aws:principalaccount", a.caller.id.clone());
-        put("aws:principaltype", "Account".into());
-        put("s3:signatureversion", a.signature_version.to_string());
+        put("aws:principalaccount", &|| a.caller.id.clone());
+        put("aws:principaltype", &|| "Account".into());
+        put("s3:signatureversion", &|| a.signature_version.to_string());
         put(
             "s3:authtype",
-            match a.parts.uri.query().is_some_and(|q| q.contains("Signature")) {
+            &|| match a.parts.uri.query().is_some_and(|q| q.contains("Signature")) {
                 true => "REST-QUERY-STRING".into(),
                 false => "REST-HEADER".into(),
             },
@@ -411,23 +421,25 @@ async fn context(
         a.ep,
         Endpoint::ListObjects | Endpoint::ListObjectsV2 | Endpoint::ListObjectVersions
     ) {
-        put("s3:prefix", a.query.get("prefix").unwrap_or("").to_string());
+        put("s3:prefix", &|| {
+            a.query.get("prefix").unwrap_or("").to_string()
+        });
         for (key, name) in [("s3:delimiter", "delimiter"), ("s3:max-keys", "max-keys")] {
             if let Some(v) = a.query.get(name) {
-                put(key, v.to_string());
+                put(key, &|| v.to_string());
             }
         }
     }
     if let Some(v) = target.version {
-        put("s3:versionid", v.to_string());
+        put("s3:versionid", &|| v.to_string());
     }
     if let Some(tagging) = header("x-amz-tagging") {
         for (k, v) in url::form_urlencoded::parse(tagging.as_bytes()) {
             put(
                 &format!("s3:requestobjecttag/{}", k.to_lowercase()),
-                v.to_string(),
+                &|| v.to_string(),
             );
-            put("s3:requestobjecttagkeys", k.into_owned());
+            put("s3:requestobjecttagkeys", &|| k.to_string());
         }
     }
     // The stored object's tags cost a meta read: only for policies that
@@ -438,7 +450,7 @@ async fn context(
                 for (k, v) in &obj.version.tags {
                     put(
                         &format!("s3:existingobjecttag/{}", k.to_lowercase()),
-                        v.clone(),
+                        &|| v.clone(),
                     );
                 }
             }
@@ -451,13 +463,19 @@ async fn context(
 
 /// A stored policy, parsed.
 pub struct Parsed {
+    /// The text it was parsed from (the cache's check that it is current).
+    text: String,
     pub policy: Policy,
     /// It has `s3:ExistingObjectTag` conditions (which cost a meta read).
     pub existing_object_tags: bool,
+    /// The condition keys it tests (lower-case): the only ones a request's
+    /// context needs.
+    keys: std::collections::HashSet<String>,
 }
 
-/// Parsed policies by bucket and text: a policy is parsed once, not per
-/// request.
+/// Parsed policies by bucket: a policy is parsed once, not per request.
+/// Keyed by bucket name alone (no hash of the whole text per request);
+/// a cached entry whose text differs from the stored policy is replaced.
 pub struct PolicyCache(moka::sync::Cache<String, Arc<Parsed>>);
 
 impl PolicyCache {
@@ -468,20 +486,23 @@ impl PolicyCache {
     /// The parsed form of `bucket`'s stored policy (`InternalError` if a
     /// stored policy no longer parses, which a validated one cannot).
     pub fn get(&self, bucket: &str, text: &str) -> Result<Arc<Parsed>, S3Error> {
-        let id = format!("{bucket}\n{text}");
-        if let Some(p) = self.0.get(&id) {
-            return Ok(p);
+        if let Some(p) = self.0.get(bucket) {
+            if p.text == text {
+                return Ok(p);
+            }
         }
         let policy = Policy::parse(text, bucket)
             .map_err(|e| S3Error::InternalError(format!("stored bucket policy: {}", e.0)))?;
-        let existing_object_tags = policy
-            .condition_keys()
-            .any(|k| k.starts_with("s3:existingobjecttag/"));
+        let keys: std::collections::HashSet<String> =
+            policy.condition_keys().map(str::to_string).collect();
+        let existing_object_tags = keys.iter().any(|k| k.starts_with("s3:existingobjecttag/"));
         let parsed = Arc::new(Parsed {
+            text: text.to_string(),
             policy,
             existing_object_tags,
+            keys,
         });
-        self.0.insert(id, parsed.clone());
+        self.0.insert(bucket.to_string(), parsed.clone());
         Ok(parsed)
     }
 }
