@@ -27,6 +27,9 @@ pub(super) enum Glob {
     Any,
     /// No wildcard: an equality test.
     Exact { text: String, ignore_case: bool },
+    /// One trailing `*` and no other wildcard (`bucket/*`, `s3:Get*`, the
+    /// common shapes): a prefix test, without a wildmatch walk.
+    Prefix { text: String, ignore_case: bool },
     /// Wildcards, no escaped literal `*` or `?`.
     Wild(WildMatch),
     /// Wildcards and escaped literals.
@@ -45,6 +48,14 @@ impl Glob {
         } else if !pattern.contains(['*', '?']) {
             Glob::Exact {
                 text: pattern.to_string(),
+                ignore_case,
+            }
+        } else if let Some(prefix) = pattern
+            .strip_suffix('*')
+            .filter(|p| !p.contains(['*', '?']))
+        {
+            Glob::Prefix {
+                text: prefix.to_string(),
                 ignore_case,
             }
         } else if ignore_case {
@@ -100,6 +111,14 @@ impl Glob {
                 text,
                 ignore_case: true,
             } => eq_ignore_case(text, s),
+            Glob::Prefix {
+                text,
+                ignore_case: false,
+            } => s.starts_with(text.as_str()),
+            Glob::Prefix {
+                text,
+                ignore_case: true,
+            } => starts_with_ignore_case(s, text),
             Glob::Wild(m) => m.matches(s),
             Glob::Escaped(m) => m.matches(s),
         }
@@ -141,6 +160,20 @@ fn strip_escape(s: &str) -> Option<(char, &str)> {
     Some((literal, after))
 }
 
+/// Whether `s` starts with `prefix`, ignoring case as `eq_ignore_case`.
+fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+    if s.is_ascii() && prefix.is_ascii() {
+        s.len() >= prefix.len()
+            && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+    } else {
+        let mut rest = s.chars().flat_map(char::to_lowercase);
+        prefix
+            .chars()
+            .flat_map(char::to_lowercase)
+            .all(|c| rest.next() == Some(c))
+    }
+}
+
 /// Case-insensitive equality, Unicode-aware as `wildmatch`'s own.
 pub(super) fn eq_ignore_case(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
@@ -149,5 +182,44 @@ pub(super) fn eq_ignore_case(a: &str, b: &str) -> bool {
         a.chars()
             .flat_map(char::to_lowercase)
             .eq(b.chars().flat_map(char::to_lowercase))
+    }
+}
+
+#[cfg(test)]
+mod prefix_tests {
+    use super::*;
+
+    /// The prefix shortcut answers as the wildmatch walk it replaces.
+    #[test]
+    fn a_trailing_star_matches_as_wildmatch_does() {
+        let patterns = ["arn:aws:s3:::b/*", "s3:Get*", "b/pre fix/*", "Ünï/*", "*"];
+        let subjects = [
+            "arn:aws:s3:::b/k",
+            "arn:aws:s3:::b/",
+            "arn:aws:s3:::bb/k",
+            "arn:aws:s3:::b",
+            "s3:GetObject",
+            "S3:getobjectacl",
+            "s3:PutObject",
+            "b/pre fix/x",
+            "b/pre fiX/x",
+            "ünï/x",
+            "ÜNÏ/x",
+            "",
+        ];
+        for p in patterns {
+            for ignore_case in [false, true] {
+                let glob = Glob::new(p, true, ignore_case);
+                let walk = match ignore_case {
+                    true => WildMatch::new_case_insensitive(p),
+                    false => WildMatch::new(p),
+                };
+                for s in subjects {
+                    assert_eq!(glob.matches(s), walk.matches(s), "{p} {s} {ignore_case}");
+                }
+            }
+        }
+        assert!(matches!(Glob::new("b/*", true, false), Glob::Prefix { .. }));
+        assert!(matches!(Glob::new("b/*x*", true, false), Glob::Wild(_)));
     }
 }
