@@ -209,7 +209,7 @@ async fn check_as(
         return Ok(());
     }
     if let Some(text) = &info.policy {
-        let policy = gw.policies.get(bucket, text)?;
+        let policy = gw.policies.get(bucket, &info, text)?;
         let context = context(gw, a, target, &policy).await?;
         let principal = match is_anonymous(a.caller) {
             true => Principal::Anonymous,
@@ -463,7 +463,7 @@ async fn context(
 
 /// A stored policy, parsed.
 pub struct Parsed {
-    /// The text it was parsed from (the cache's check that it is current).
+    /// The text it was parsed from.
     text: String,
     pub policy: Policy,
     /// It has `s3:ExistingObjectTag` conditions (which cost a meta read).
@@ -474,41 +474,123 @@ pub struct Parsed {
 }
 
 /// Parsed policies by bucket: a policy is parsed once, not per request.
-/// Keyed by bucket name alone (no hash of the whole text per request);
-/// a cached entry whose text differs from the stored policy is replaced.
-pub struct PolicyCache(moka::sync::Cache<String, Arc<Parsed>>);
+///
+/// An entry remembers which bucket record (the bucket cache's `Arc`) it
+/// was last checked against: while the bucket cache hands out that same
+/// record, the entry is current without looking at the text. A new record
+/// (every `BUCKET_TTL`, or after a change) costs one comparison of the
+/// texts, and a parse only if the text changed.
+pub struct PolicyCache(moka::sync::Cache<String, PolicyEntry>);
+
+#[derive(Clone)]
+pub struct PolicyEntry {
+    /// The bucket record last seen holding this policy. Weak: the cache
+    /// keeps no record alive (and while this exists the allocation, hence
+    /// the address compared, is not reused).
+    seen: std::sync::Weak<BucketInfo>,
+    parsed: Arc<Parsed>,
+}
 
 impl PolicyCache {
     pub fn new() -> Self {
         PolicyCache(moka::sync::Cache::new(10_000))
     }
 
-    /// The parsed form of `bucket`'s stored policy (`InternalError` if a
-    /// stored policy no longer parses, which a validated one cannot).
-    pub fn get(&self, bucket: &str, text: &str) -> Result<Arc<Parsed>, S3Error> {
-        if let Some(p) = self.0.get(bucket) {
-            if p.text == text {
-                return Ok(p);
+    /// The parsed form of the policy `text` that the record `info` of
+    /// `bucket` holds (`InternalError` if a stored policy no longer
+    /// parses, which a validated one cannot).
+    pub fn get(
+        &self,
+        bucket: &str,
+        info: &Arc<BucketInfo>,
+        text: &str,
+    ) -> Result<Arc<Parsed>, S3Error> {
+        let cached = self.0.get(bucket);
+        if let Some(entry) = &cached {
+            if std::ptr::eq(entry.seen.as_ptr(), Arc::as_ptr(info)) {
+                return Ok(entry.parsed.clone());
             }
         }
+        let parsed = match cached {
+            Some(entry) if entry.parsed.text == text => entry.parsed,
+            _ => Arc::new(Self::parse(bucket, text)?),
+        };
+        let entry = PolicyEntry {
+            seen: Arc::downgrade(info),
+            parsed: parsed.clone(),
+        };
+        self.0.insert(bucket.to_string(), entry);
+        Ok(parsed)
+    }
+
+    fn parse(bucket: &str, text: &str) -> Result<Parsed, S3Error> {
         let policy = Policy::parse(text, bucket)
             .map_err(|e| S3Error::InternalError(format!("stored bucket policy: {}", e.0)))?;
         let keys: std::collections::HashSet<String> =
             policy.condition_keys().map(str::to_string).collect();
         let existing_object_tags = keys.iter().any(|k| k.starts_with("s3:existingobjecttag/"));
-        let parsed = Arc::new(Parsed {
+        Ok(Parsed {
             text: text.to_string(),
             policy,
             existing_object_tags,
             keys,
-        });
-        self.0.insert(bucket.to_string(), parsed.clone());
-        Ok(parsed)
+        })
     }
 }
 
 impl Default for PolicyCache {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bucket(policy: &str) -> Arc<BucketInfo> {
+        Arc::new(BucketInfo {
+            name: "b".into(),
+            created_ms: 0,
+            region: "us-east-1".into(),
+            versioning: Default::default(),
+            owner: String::new(),
+            policy: Some(policy.into()),
+            access: Default::default(),
+        })
+    }
+
+    fn policy(action: &str) -> String {
+        format!(
+            r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":"*","Action":"{action}","Resource":"arn:aws:s3:::b/*"}}]}}"#
+        )
+    }
+
+    #[test]
+    fn policies_are_parsed_once_per_text_and_follow_changes() {
+        let cache = PolicyCache::new();
+        let first = bucket(&policy("s3:GetObject"));
+        let a = cache
+            .get("b", &first, first.policy.as_deref().unwrap())
+            .unwrap();
+        // The same record: the same parse, without looking at the text.
+        let again = cache
+            .get("b", &first, "ignored while the record is the same")
+            .unwrap();
+        assert!(Arc::ptr_eq(&a, &again));
+        // A new record with the same text (the bucket cache refreshed it):
+        // still the same parse.
+        let refreshed = bucket(&policy("s3:GetObject"));
+        let b = cache
+            .get("b", &refreshed, refreshed.policy.as_deref().unwrap())
+            .unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        // A changed policy is parsed again.
+        let changed = bucket(&policy("s3:PutObject"));
+        let c = cache
+            .get("b", &changed, changed.policy.as_deref().unwrap())
+            .unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(c.text, changed.policy.clone().unwrap());
     }
 }

@@ -186,9 +186,17 @@ pub async fn delete_bucket_policy(ctx: &Ctx) -> ApiResult {
 /// GetBucketPolicyStatus: whether the policy grants anything to
 /// everyone (`Policy::is_public`). `NoSuchBucketPolicy` without one.
 pub async fn get_bucket_policy_status(ctx: &Ctx) -> ApiResult {
-    let bucket = ctx.gw.meta.get_bucket(ctx.bucket()).await?;
-    let text = bucket.policy.ok_or(S3Error::NoSuchBucketPolicy)?;
-    let public = ctx.gw.policies.get(ctx.bucket(), &text)?.policy.is_public();
+    let bucket = std::sync::Arc::new(ctx.gw.meta.get_bucket(ctx.bucket()).await?);
+    let text = bucket
+        .policy
+        .as_deref()
+        .ok_or(S3Error::NoSuchBucketPolicy)?;
+    let public = ctx
+        .gw
+        .policies
+        .get(ctx.bucket(), &bucket, text)?
+        .policy
+        .is_public();
     let doc = crate::xml::responses::PolicyStatus {
         xmlns: Ns::default(),
         is_public: public,

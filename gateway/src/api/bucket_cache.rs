@@ -33,7 +33,10 @@ const CAPACITY: u64 = 10_000;
 
 pub struct BucketCache {
     meta: Arc<dyn ObjectMeta>,
-    entries: moka::sync::Cache<String, BucketInfo>,
+    /// Shared, not cloned per request: a record carries its policy text
+    /// (up to 20 KiB), and the `Arc` is what the policy cache recognises
+    /// (`authz::PolicyCache`).
+    entries: moka::sync::Cache<String, Arc<BucketInfo>>,
 }
 
 impl BucketCache {
@@ -48,11 +51,11 @@ impl BucketCache {
     }
 
     /// The bucket's record: cached if fresh, else read from meta.
-    pub async fn get(&self, name: &str) -> Result<BucketInfo, MetaError> {
+    pub async fn get(&self, name: &str) -> Result<Arc<BucketInfo>, MetaError> {
         if let Some(b) = self.entries.get(name) {
             return Ok(b);
         }
-        let info = self.meta.get_bucket(name).await?;
+        let info = Arc::new(self.meta.get_bucket(name).await?);
         self.entries.insert(name.to_string(), info.clone());
         Ok(info)
     }

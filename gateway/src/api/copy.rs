@@ -157,7 +157,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
     let tags = copy_tags(ctx, &v.tags)?;
     // The copy gets the ACL of its own request, never the source's (S3).
     let access =
-        super::access::object_access(ctx, &ctx.gw.buckets.get(ctx.bucket()).await?).await?;
+        super::access::object_access(ctx, &*ctx.gw.buckets.get(ctx.bucket()).await?).await?;
     check_write_conditions(ctx, &write_conditions).await?;
     let version = ctx
         .gw

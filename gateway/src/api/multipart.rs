@@ -56,7 +56,7 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
     // The completed object's owner and ACL, settled now (S3 takes them
     // from CreateMultipartUpload).
     let access =
-        super::access::object_access(ctx, &ctx.gw.buckets.get(ctx.bucket()).await?).await?;
+        super::access::object_access(ctx, &*ctx.gw.buckets.get(ctx.bucket()).await?).await?;
     let info = ctx
         .gw
         .meta

@@ -79,7 +79,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     let expected = expected_from_headers(ctx.headers())?;
     // Owner and ACL are settled (and a refused ACL refused) before any
     // byte moves; the bucket comes from the cache.
-    let access = super::access::object_access(ctx, &ctx.gw.buckets.get(bucket).await?).await?;
+    let access = super::access::object_access(ctx, &*ctx.gw.buckets.get(bucket).await?).await?;
     let decoded = crate::body::decode(&ctx.parts, &ctx.auth, body)?;
     if decoded.decoded_len.is_some_and(|n| n > MAX_PUT_SIZE) {
         return Err(S3Error::EntityTooLarge.into());

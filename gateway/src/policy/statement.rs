@@ -135,14 +135,17 @@ impl Statement {
     }
 
     /// Whether the statement speaks about this request. The cheap tests
-    /// come first; conditions last.
+    /// come first: the principal (`*`, or account ids that differ in
+    /// their first characters from most callers'), then the action and
+    /// the resource; conditions last.
     pub(super) fn applies(&self, req: &Request<'_>) -> bool {
-        self.actions
-            .covers(|globs| globs.iter().any(|g| g.matches(req.action)))
+        self.principals.covers(|p| p.matches(&req.principal))
+            && self
+                .actions
+                .covers(|globs| globs.iter().any(|g| g.matches(req.action)))
             && self
                 .resources
                 .covers(|globs| globs.iter().any(|g| g.matches(req.resource)))
-            && self.principals.covers(|p| p.matches(&req.principal))
             && self.conditions.iter().all(|c| c.holds(req.context))
     }
 
