@@ -277,19 +277,8 @@ pub async fn put_bucket_acl(ctx: &Ctx, body: Body) -> ApiResult {
 /// GetObjectAcl.
 pub async fn get_object_acl(ctx: &Ctx) -> Result<AclView, ApiError> {
     let bucket = ctx.gw.buckets.get(ctx.bucket()).await?;
-    let version_id = ctx.query.get("versionId");
-    let obj = ctx
-        .gw
-        .meta
-        .get_object(ctx.bucket(), ctx.key(), version_id)
-        .await?;
-    if obj.version.is_delete_marker {
-        return Err(super::object::delete_marker_error(
-            &obj.version,
-            version_id.is_some(),
-        ));
-    }
-    let v = obj.version;
+    let version = super::object::live_version(ctx).await?;
+    let v = version;
     let (owner, acl) = match bucket.access.acls_enabled() {
         true => (
             object_owner_id(ctx, &bucket, &v.owner).await?,
@@ -324,20 +313,9 @@ pub async fn object_owner_id(
 /// PutObjectAcl.
 pub async fn put_object_acl(ctx: &Ctx, body: Body) -> ApiResult {
     let bucket = ctx.gw.buckets.get(ctx.bucket()).await?;
-    let version_id = ctx.query.get("versionId");
-    let obj = ctx
-        .gw
-        .meta
-        .get_object(ctx.bucket(), ctx.key(), version_id)
-        .await?;
-    if obj.version.is_delete_marker {
-        return Err(super::object::delete_marker_error(
-            &obj.version,
-            version_id.is_some(),
-        ));
-    }
+    let version = super::object::live_version(ctx).await?;
     let bucket_owner = bucket_owner_id(ctx, &bucket).await?;
-    let owner = object_owner_id(ctx, &bucket, &obj.version.owner).await?;
+    let owner = object_owner_id(ctx, &bucket, &version.owner).await?;
     let req = put_request(ctx, body, true, &owner).await?;
     if !bucket.access.acls_enabled() {
         if !is_bucket_owner_full_control(&req, &owner, &bucket_owner) {
@@ -346,6 +324,7 @@ pub async fn put_object_acl(ctx: &Ctx, body: Body) -> ApiResult {
         return Ok(empty_response(StatusCode::OK));
     }
     let acl = resolve_requested(ctx, &bucket, &req, &owner, &bucket_owner).await?;
+    let version_id = ctx.query.get("versionId");
     let vid = ctx
         .gw
         .meta

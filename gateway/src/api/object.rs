@@ -152,6 +152,22 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     Ok(resp)
 }
 
+/// The version the request names (`versionId`, else the latest) of the
+/// request's key, refused as S3 refuses it when it is a delete marker:
+/// what the subresource operations (tagging, ACL) act on.
+pub(crate) async fn live_version(ctx: &Ctx) -> Result<ObjectVersion, ApiError> {
+    let version_id = ctx.query.get("versionId");
+    let obj = ctx
+        .gw
+        .meta
+        .get_object(ctx.bucket(), ctx.key(), version_id)
+        .await?;
+    if obj.version.is_delete_marker {
+        return Err(delete_marker_error(&obj.version, version_id.is_some()));
+    }
+    Ok(obj.version)
+}
+
 /// The 404/405 S3 gives for a delete marker, with its headers.
 pub(crate) fn delete_marker_error(v: &ObjectVersion, by_version_id: bool) -> ApiError {
     let mut headers = HeaderMap::new();

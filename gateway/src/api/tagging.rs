@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use axum::body::Body;
 use http::StatusCode;
 
-use super::object::delete_marker_error;
+use super::object::live_version;
 use super::{
     empty_response, read_small_body, require_integrity, shows_version_id, version_header,
     xml_response, ApiResult, Ctx,
@@ -41,31 +41,8 @@ pub fn copy_tags(
     }
 }
 
-/// Checks that the addressed version exists and is not a delete marker
-/// (S3 answers 404 for a latest marker, 405 for one named by version id).
-async fn check_taggable(ctx: &Ctx, version_id: Option<&str>) -> Result<(), super::ApiError> {
-    let obj = ctx
-        .gw
-        .meta
-        .get_object(ctx.bucket(), ctx.key(), version_id)
-        .await?;
-    if obj.version.is_delete_marker {
-        return Err(delete_marker_error(&obj.version, version_id.is_some()));
-    }
-    Ok(())
-}
-
 pub async fn get_object_tagging(ctx: &Ctx) -> ApiResult {
-    let version_id = ctx.query.get("versionId");
-    let obj = ctx
-        .gw
-        .meta
-        .get_object(ctx.bucket(), ctx.key(), version_id)
-        .await?;
-    let v = &obj.version;
-    if v.is_delete_marker {
-        return Err(delete_marker_error(v, version_id.is_some()));
-    }
+    let v = &live_version(ctx).await?;
     let mut resp = xml_response(StatusCode::OK, render_tagging(&v.tags)?);
     let shown = shows_version_id(ctx, ctx.bucket(), &v.version_id).await;
     version_header(resp.headers_mut(), &v.version_id, shown);
@@ -78,7 +55,7 @@ async fn set_tags(ctx: &Ctx, tags: BTreeMap<String, String>, status: StatusCode)
     let version_id = ctx.query.get("versionId");
     // Between this check and meta's write the key may get a delete marker;
     // meta refuses to tag one (InvalidRequest).
-    check_taggable(ctx, version_id).await?;
+    live_version(ctx).await?;
     let tagged = ctx
         .gw
         .meta
