@@ -63,6 +63,16 @@ pub enum S3Error {
     InvalidArgument(String),
     #[error("The XML you provided was not well-formed or did not validate against our published schema.")]
     MalformedXML,
+    /// A POST Object body that is not well-formed multipart/form-data.
+    #[error("The body of your POST request is not well-formed multipart/form-data.")]
+    MalformedPOSTRequest,
+    /// A POST Object policy that does not decode or validate; the reason
+    /// ("Invalid Policy: ...").
+    #[error("{0}")]
+    InvalidPolicyDocument(String),
+    /// POST Object fields before the file beyond their limit.
+    #[error("Your POST request fields preceding the upload file were too large.")]
+    MaxPostPreDataLengthExceeded,
     /// An ACL body that does not parse or validate, or an ACL of more
     /// than 100 grants (`acl::MAX_GRANTS`).
     #[error("The XML you provided was not well-formed or did not validate against our published schema.")]
@@ -200,6 +210,9 @@ impl S3Error {
             InvalidArgument(_) => "InvalidArgument",
             MalformedXML => "MalformedXML",
             MalformedACLError => "MalformedACLError",
+            MalformedPOSTRequest => "MalformedPOSTRequest",
+            InvalidPolicyDocument(_) => "InvalidPolicyDocument",
+            MaxPostPreDataLengthExceeded => "MaxPostPreDataLengthExceeded",
             MalformedPolicy(_) => "MalformedPolicy",
             NoSuchBucketPolicy => "NoSuchBucketPolicy",
             AccessControlListNotSupported => "AccessControlListNotSupported",
@@ -266,6 +279,9 @@ impl S3Error {
             | InvalidArgument(_)
             | MalformedXML
             | MalformedACLError
+            | MalformedPOSTRequest
+            | InvalidPolicyDocument(_)
+            | MaxPostPreDataLengthExceeded
             | MalformedPolicy(_)
             | AccessControlListNotSupported
             | InvalidBucketAclWithObjectOwnership

@@ -401,3 +401,25 @@ def test_oss_v4_form_upload(server, oss_bucket):
     r = post(f"{server.endpoint}/{oss_bucket}", fields)
     assert r.status_code == 204, r.text
     assert ossclients.oss2_bucket(server, oss_bucket).get_object("v4/object.txt").read() == BODY
+
+
+def test_malformed_forms_get_s3s_own_error_codes(s3, s3v4, bucket):
+    form = presigned(s3v4, bucket, "malformed.txt")
+    # A policy that is not base64-encoded JSON.
+    fields = dict(form["fields"], policy="%%%not-base64%%%")
+    r = post(form["url"], fields)
+    assert_error(r, 400, "InvalidPolicyDocument")
+    assert error_field(r, "Message").startswith("Invalid Policy: "), r.text
+    # Fields before the file past S3's 20 KiB.
+    fields = dict(form["fields"], **{"x-ignore-pad": "a" * (21 * 1024)})
+    r = post(form["url"], fields)
+    assert_error(r, 400, "MaxPostPreDataLengthExceeded")
+    # A body that is not multipart/form-data under the boundary it names.
+    r = requests.post(
+        form["url"],
+        data=b"--other\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nmalformed.txt\r\n--other--\r\n",
+        headers={"Content-Type": "multipart/form-data; boundary=declared"},
+        timeout=30,
+    )
+    assert_error(r, 400, "MalformedPOSTRequest")
+    assert_absent(s3, bucket, "malformed.txt")

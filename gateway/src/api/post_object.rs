@@ -76,9 +76,7 @@ pub struct OssForms {
 // ---- reading the form ----
 
 fn malformed_form() -> S3Error {
-    S3Error::InvalidArgument(
-        "The body of your POST request is not well-formed multipart/form-data.".into(),
-    )
+    S3Error::MalformedPOSTRequest
 }
 
 /// S3's answer to a form without a field it needs.
@@ -168,11 +166,7 @@ async fn read_form(body: ByteStream, boundary: String) -> Result<Form, S3Error> 
     let mut multipart = multer::Multipart::new(body.clone(), boundary);
     let mut fields = FormFields::default();
     let mut budget = MAX_FORM_FIELDS;
-    let too_large = || {
-        S3Error::InvalidArgument(
-            "Your POST request fields preceding the upload file were too large.".into(),
-        )
-    };
+    let too_large = || S3Error::MaxPostPreDataLengthExceeded;
     loop {
         let Some(mut field) = multipart.next_field().await.map_err(form_error)? else {
             return Err(S3Error::InvalidArgument(

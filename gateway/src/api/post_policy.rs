@@ -217,7 +217,7 @@ pub struct PostPolicy {
 }
 
 fn invalid(detail: &str) -> S3Error {
-    S3Error::InvalidArgument(format!("Invalid Policy: {detail}"))
+    S3Error::InvalidPolicyDocument(format!("Invalid Policy: {detail}"))
 }
 
 fn refused(detail: &str) -> S3Error {
@@ -743,7 +743,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn malformed_policies_are_invalid_argument() {
+    fn malformed_policies_are_invalid_policy_documents() {
         for (what, raw) in [
             ("not base64", "%%%".to_string()),
             ("not json", b64("{")),
@@ -779,7 +779,7 @@ pub(crate) mod tests {
             ),
         ] {
             match PostPolicy::decode(&raw) {
-                Err(S3Error::InvalidArgument(m)) => {
+                Err(S3Error::InvalidPolicyDocument(m)) => {
                     assert!(m.starts_with("Invalid Policy: "), "{what}: {m}")
                 }
                 other => panic!("{what}: {other:?}"),
