@@ -23,6 +23,10 @@ pub enum MetaError {
     /// No version of the key, or the latest is a delete marker.
     #[error("no such key")]
     NoSuchKey,
+    /// A conditional write's precondition does not hold for the key's
+    /// current version (`WritePrecondition`): S3's 412 PreconditionFailed.
+    #[error("precondition failed")]
+    PreconditionFailed,
     /// A versionId that does not exist for this key.
     #[error("no such version")]
     NoSuchVersion,

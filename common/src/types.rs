@@ -204,6 +204,66 @@ pub struct NewObject {
     /// (`BlockAlloc::intent_ttl_ms`).
     #[serde(default)]
     pub copy_source: Option<VersionRef>,
+    /// A conditional write's precondition, evaluated by meta against the
+    /// key's current version in the command that commits (see
+    /// `WritePrecondition`). Absent from entries and requests of builds
+    /// before conditional commits, and left out when None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<WritePrecondition>,
+}
+
+/// The precondition of a conditional write (PutObject, CopyObject,
+/// CompleteMultipartUpload), as S3 defines it
+/// (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html).
+/// Meta evaluates it while applying the command that commits the write,
+/// against the key's current version at that point of the log, so of two
+/// writers racing with `If-None-Match: *` exactly one commits.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct WritePrecondition {
+    /// `If-None-Match: *`: the key must have no current object.
+    #[serde(default)]
+    pub if_none_match_any: bool,
+    /// `If-Match`: the key's current object must carry one of these ETags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_match: Option<EtagMatch>,
+}
+
+/// The ETags an `If-Match` accepts.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum EtagMatch {
+    /// `*`: any current object.
+    Any,
+    /// Unquoted strong ETags; a weak one (`W/"..."`) never matches a write
+    /// (RFC 7232 section 3.1: If-Match compares strongly), so the gateway
+    /// leaves it out, and an empty list matches nothing.
+    OneOf(Vec<String>),
+}
+
+impl WritePrecondition {
+    /// `current_etag`: the ETag of the key's current object, None when the
+    /// key has none (no version, or a delete marker on top: both count as
+    /// absent, for either header). If-Match on an absent key answers
+    /// `NoSuchKey` (404), as S3 does; any other failure
+    /// `PreconditionFailed` (412).
+    pub fn evaluate(&self, current_etag: Option<&str>) -> Result<(), crate::MetaError> {
+        use crate::MetaError;
+        match (&self.if_match, current_etag) {
+            (None, _) => {}
+            // Nothing to match against: S3 answers 404, not 412.
+            (Some(_), None) => return Err(MetaError::NoSuchKey),
+            (Some(EtagMatch::Any), Some(_)) => {}
+            (Some(EtagMatch::OneOf(etags)), Some(etag)) => {
+                if !etags.iter().any(|e| e == etag) {
+                    return Err(MetaError::PreconditionFailed);
+                }
+            }
+        }
+        match (self.if_none_match_any, current_etag) {
+            // The key has an object: the write must not replace it.
+            (true, Some(_)) => Err(MetaError::PreconditionFailed),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// One version of one key, by id (`CopyObject`'s source).
@@ -366,6 +426,11 @@ pub struct CompleteUpload {
     /// Meta applies the smaller of this and its own configured minimum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_part_size: Option<u64>,
+    /// As `NewObject::precondition`, checked when the upload completes,
+    /// against the key's version at that moment. A repeated Complete of a
+    /// completed upload answers its first result without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<WritePrecondition>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -572,4 +637,87 @@ pub struct MetaStatus {
     pub last_log_index: Option<u64>,
     pub last_applied: Option<u64>,
     pub members: Vec<NodeId>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{decode, encode, Format};
+    use crate::MetaError;
+
+    #[test]
+    fn write_precondition_decision_table() {
+        let p = |if_match: Option<EtagMatch>, if_none_match_any: bool| WritePrecondition {
+            if_none_match_any,
+            if_match,
+        };
+        let one_of = |etags: &[&str]| {
+            Some(EtagMatch::OneOf(
+                etags.iter().map(|e| e.to_string()).collect(),
+            ))
+        };
+        let code = |cond: &WritePrecondition, current: Option<&str>| match cond.evaluate(current) {
+            Ok(()) => "ok",
+            Err(MetaError::PreconditionFailed) => "412",
+            Err(MetaError::NoSuchKey) => "404",
+            Err(e) => panic!("{e:?}"),
+        };
+        let cases = [
+            (p(None, false), None, "ok"),
+            (p(None, false), Some("abc"), "ok"),
+            (p(None, true), None, "ok"),
+            (p(None, true), Some("abc"), "412"),
+            (p(one_of(&["abc"]), false), Some("abc"), "ok"),
+            (p(one_of(&["x", "abc"]), false), Some("abc"), "ok"),
+            (p(one_of(&["x"]), false), Some("abc"), "412"),
+            // Only weak ETags were given: nothing matches.
+            (p(one_of(&[]), false), Some("abc"), "412"),
+            (p(one_of(&["abc"]), false), None, "404"),
+            (p(Some(EtagMatch::Any), false), Some("abc"), "ok"),
+            (p(Some(EtagMatch::Any), false), None, "404"),
+            // If-Match holds, If-None-Match: * does not.
+            (p(one_of(&["abc"]), true), Some("abc"), "412"),
+        ];
+        for (cond, current, want) in cases {
+            assert_eq!(code(&cond, current), want, "{cond:?} on {current:?}");
+        }
+    }
+
+    #[test]
+    fn objects_without_a_precondition_keep_their_old_shape() {
+        let obj = NewObject {
+            bucket: "b".into(),
+            key: "k".into(),
+            size: 1,
+            etag: "e".into(),
+            headers: Default::default(),
+            user_meta: Default::default(),
+            checksums: Default::default(),
+            data: ObjectData::Inline(b"a".to_vec()),
+            parts: vec![],
+            tags: Default::default(),
+            owner: "o".into(),
+            acl: None,
+            replica_of: None,
+            copy_source: None,
+            precondition: None,
+        };
+        // Nothing new on the wire when there is no precondition...
+        let json = serde_json::to_string(&obj).unwrap();
+        assert!(!json.contains("precondition"), "{json}");
+        // ...and what an older build wrote reads as "no precondition".
+        let back: NewObject = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.precondition, None);
+        let conditional = NewObject {
+            precondition: Some(WritePrecondition {
+                if_none_match_any: true,
+                if_match: Some(EtagMatch::OneOf(vec!["e".into()])),
+            }),
+            ..obj
+        };
+        for format in [Format::Packed, Format::Json] {
+            let back: NewObject = decode(&encode(format, &conditional)).unwrap();
+            assert_eq!(back.precondition, conditional.precondition, "{format:?}");
+        }
+    }
 }

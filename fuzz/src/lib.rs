@@ -227,7 +227,7 @@ fn check_range(value: &str, size: u64) {
 pub fn headers(data: &[u8]) {
     use godwit_gateway::body::checksum;
     use godwit_gateway::dialect::Dialect;
-    use godwit_gateway::api::conditions::{Conditions, WriteConditions};
+    use godwit_gateway::api::conditions::{write_precondition, Conditions};
     use godwit_gateway::api::{copy, headers};
     use godwit_gateway::router;
     use godwit_gateway::{vhost, xml};
@@ -276,7 +276,7 @@ pub fn headers(data: &[u8]) {
         let c = Conditions::from_headers(h, prefix);
         let _ = c.evaluate(etag, mtime, prefix.is_empty());
     }
-    if let Ok(wc) = WriteConditions::from_headers(h) {
+    if let Ok(Some(wc)) = write_precondition(h) {
         let _ = wc.evaluate(Some(etag));
         let _ = wc.evaluate(None);
     }

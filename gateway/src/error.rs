@@ -336,6 +336,7 @@ impl From<MetaError> for S3Error {
             MetaError::NoSuchAccount => S3Error::AccessDenied("Access Denied".into()),
             MetaError::BucketNotEmpty => S3Error::BucketNotEmpty,
             MetaError::NoSuchKey => S3Error::NoSuchKey,
+            MetaError::PreconditionFailed => S3Error::PreconditionFailed,
             MetaError::NoSuchVersion => S3Error::NoSuchVersion,
             MetaError::NoSuchUpload => S3Error::NoSuchUpload,
             MetaError::InvalidPart(m) => S3Error::InvalidPart(m),

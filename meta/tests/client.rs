@@ -69,6 +69,7 @@ async fn meta_client_speaks_meta_api_over_http() {
             checksums: Checksums::default(),
             replica_of: None,
             min_part_size: None,
+            precondition: None,
         })
         .await
         .unwrap();

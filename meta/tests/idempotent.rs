@@ -1,7 +1,8 @@
 //! Idempotent meta writes through the real node: a write sent twice with
 //! the same request id (`x-godwit-request-id`) over the meta RPC is applied
 //! once and both answers are the first one; a repeated Complete of a
-//! completed upload answers the version it made.
+//! completed upload answers the version it made. Conditional writes
+//! (`WritePrecondition`) included: their retry answers the first 200.
 
 mod common;
 
@@ -146,6 +147,7 @@ async fn a_repeated_complete_answers_the_version_it_made() {
         checksums: Checksums::default(),
         replica_of: None,
         min_part_size: None,
+        precondition: None,
     };
     let listed = [(1, e1), (2, e2)];
     let first = m.complete_upload(complete(&listed)).await.unwrap();
@@ -183,5 +185,107 @@ async fn a_repeated_complete_answers_the_version_it_made() {
         m.complete_upload(complete(&listed)).await.unwrap_err(),
         MetaError::NoSuchUpload
     );
+    m.shutdown().await;
+}
+
+fn if_none_match() -> Option<WritePrecondition> {
+    Some(WritePrecondition {
+        if_none_match_any: true,
+        if_match: None,
+    })
+}
+
+/// The meta client resends a write whose answer it lost with the same
+/// request id: a conditional PUT that committed the first time answers
+/// that first 200, not the 412 the key as it is now would earn.
+#[tokio::test]
+async fn a_conditional_put_retried_with_its_request_id_answers_its_first_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let (node, url) = serve(dir.path()).await;
+    node.create_bucket("cond", "r", "AK").await.unwrap();
+    node.set_versioning("cond", VersioningState::Enabled)
+        .await
+        .unwrap();
+    let mut obj = inline("cond", "k", b"first");
+    obj.precondition = if_none_match();
+    let req = ObjectRequest::PutObject { obj: Box::new(obj) };
+    let first = version(call(&url, &req, Some("cond-1")).await);
+    let again = version(call(&url, &req, Some("cond-1")).await);
+    assert_eq!(again.version_id, first.version_id);
+    // Another request with the same precondition finds the key taken.
+    assert_eq!(
+        call(&url, &req, Some("cond-2")).await.unwrap_err(),
+        MetaError::PreconditionFailed
+    );
+    assert_eq!(
+        versions(&*node, "cond", "k").await,
+        std::slice::from_ref(&first.version_id)
+    );
+    node.shutdown().await;
+}
+
+/// A conditional Complete is checked when it completes; repeated after it
+/// completed, it answers the version it made, whatever the key holds now.
+#[tokio::test]
+async fn a_repeated_conditional_complete_answers_its_first_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path()).await;
+    m.create_bucket("mpc", "r", "AK").await.unwrap();
+    m.set_versioning("mpc", VersioningState::Enabled)
+        .await
+        .unwrap();
+    let e1 = "0123456789abcdef0123456789abcdef";
+    reserve(&m, &["c1", "c2"]).await;
+    let mut uploads = Vec::new();
+    for block in ["c1", "c2"] {
+        let up = m.create_upload(new_upload("mpc", "obj")).await.unwrap();
+        m.put_part(
+            "mpc",
+            "obj",
+            &up.upload_id,
+            part(1, 10, e1, blocks(&[block])),
+        )
+        .await
+        .unwrap();
+        uploads.push(up.upload_id);
+    }
+    let complete = |upload_id: &str, precondition| CompleteUpload {
+        bucket: "mpc".into(),
+        key: "obj".into(),
+        upload_id: upload_id.into(),
+        parts: vec![(1, e1.into())],
+        checksums: Checksums::default(),
+        replica_of: None,
+        min_part_size: None,
+        precondition,
+    };
+    let first = m
+        .complete_upload(complete(&uploads[0], if_none_match()))
+        .await
+        .unwrap();
+    // The other upload finds the key taken, and stays to be completed.
+    assert_eq!(
+        m.complete_upload(complete(&uploads[1], if_none_match()))
+            .await
+            .unwrap_err(),
+        MetaError::PreconditionFailed
+    );
+    m.get_upload("mpc", "obj", &uploads[1]).await.unwrap();
+    // An SDK's retry of the first Complete (a new request id) gets its
+    // first result, not 412.
+    let again = m
+        .complete_upload(complete(&uploads[0], if_none_match()))
+        .await
+        .unwrap();
+    assert_eq!(again.version_id, first.version_id);
+    assert_eq!(again.etag, first.etag);
+    // If-Match on the ETag the first made lets the second replace it.
+    let cas = Some(WritePrecondition {
+        if_none_match_any: false,
+        if_match: Some(EtagMatch::OneOf(vec![first.etag.clone()])),
+    });
+    let second = m.complete_upload(complete(&uploads[1], cas)).await.unwrap();
+    assert_ne!(second.version_id, first.version_id);
+    assert_eq!(versions(&*m, "mpc", "obj").await.len(), 2);
     m.shutdown().await;
 }

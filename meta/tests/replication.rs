@@ -782,6 +782,7 @@ async fn multipart_parts_stream_and_the_upload_is_kept_until_completion_replicat
             checksums: Checksums::default(),
             replica_of: None,
             min_part_size: None,
+            precondition: None,
         })
         .await
         .unwrap();
@@ -907,6 +908,7 @@ async fn multipart_parts_stream_and_the_upload_is_kept_until_completion_replicat
         checksums: Checksums::default(),
         replica_of: None,
         min_part_size: None,
+        precondition: None,
     })
     .await
     .unwrap();

@@ -379,6 +379,7 @@ async fn complete_upload_validates_parts_and_moves_references() {
         checksums: Checksums::default(),
         replica_of: None,
         min_part_size: None,
+        precondition: None,
     };
     assert!(matches!(
         m.complete_upload(complete(vec![])).await.unwrap_err(),

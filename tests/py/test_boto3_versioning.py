@@ -125,6 +125,44 @@ def test_suspended_versioning_writes_null_versions(s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="s", VersionId=v1)["Body"].read() == b"enabled-1"
 
 
+def test_suspended_put_replaces_a_null_version_buried_under_versioned_ones(s3, bucket):
+    # AWS: a PUT while suspended overwrites the key's null version wherever
+    # it is in the stack and becomes the current version; the versions with
+    # ids stay (https://docs.aws.amazon.com/AmazonS3/latest/userguide/AddingObjectstoVersionSuspendedBuckets.html).
+    s3.put_object(Bucket=bucket, Key="b", Body=b"unversioned")
+    enable(s3, bucket)
+    v1 = s3.put_object(Bucket=bucket, Key="b", Body=b"v1")["VersionId"]
+    v2 = s3.put_object(Bucket=bucket, Key="b", Body=b"v2")["VersionId"]
+    assert versions_of(s3, bucket, "b") == ([(v2, True), (v1, False), ("null", False)], [])
+    suspend(s3, bucket)
+    put = s3.put_object(Bucket=bucket, Key="b", Body=b"suspended")
+    assert put["VersionId"] == "null"
+    assert versions_of(s3, bucket, "b") == ([("null", True), (v2, False), (v1, False)], [])
+    assert s3.get_object(Bucket=bucket, Key="b", VersionId="null")["Body"].read() == b"suspended"
+    assert s3.get_object(Bucket=bucket, Key="b", VersionId=v1)["Body"].read() == b"v1"
+
+
+def test_suspended_delete_of_a_missing_key_adds_a_null_marker(s3, bucket):
+    # AWS adds a null delete marker whether or not the key had a version;
+    # the marker answers 405 when read by id, 404 when read as the key.
+    suspend(s3, bucket)
+    dele = s3.delete_object(Bucket=bucket, Key="ghost")
+    assert dele["DeleteMarker"] is True and dele["VersionId"] == "null"
+    assert versions_of(s3, bucket, "ghost") == ([], [("null", True)])
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="ghost", VersionId="null")
+    assert client_error(e) == ("MethodNotAllowed", 405)
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="ghost")
+    assert client_error(e) == ("NoSuchKey", 404)
+    # A second delete replaces the marker rather than stacking another.
+    s3.delete_object(Bucket=bucket, Key="ghost")
+    assert versions_of(s3, bucket, "ghost") == ([], [("null", True)])
+    # And a PUT replaces the null marker with a null version.
+    s3.put_object(Bucket=bucket, Key="ghost", Body=b"here")
+    assert versions_of(s3, bucket, "ghost") == ([("null", True)], [])
+
+
 def test_versioning_configuration_rejects_unknown_status(s3, bucket):
     with pytest.raises(ClientError) as e:
         s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Sometimes"})

@@ -213,7 +213,10 @@ pub trait ObjectMeta: Send + Sync + 'static {
     /// Commits a new version, making it visible (invariant 1: blocks are
     /// already durable). Assigns the version id ("null" unless versioning is
     /// Enabled) and last-modified; a replaced "null" version's blocks lose
-    /// their reference.
+    /// their reference. With `obj.precondition`, commits only if it holds
+    /// for the key's current version as the command applies
+    /// (`PreconditionFailed`, or `NoSuchKey` for If-Match on a key without
+    /// an object).
     async fn put_object(&self, obj: NewObject) -> MetaResult<ObjectVersion> {
         ask!(self, ObjectRequest::PutObject { obj: Box::new(obj) } => ObjectResponse::Version)
             .map(|v| *v)
@@ -369,7 +372,9 @@ pub trait ObjectMeta: Send + Sync + 'static {
     /// Validates the list (`InvalidPart`, `InvalidPartOrder`,
     /// `EntityTooSmall`), then commits the object (ETag `md5-of-md5s-N`)
     /// and drops the upload in one Raft entry. Parts not listed lose their
-    /// reference.
+    /// reference. `complete.precondition` is checked as `put_object`'s,
+    /// after the part checks; a refused Complete leaves the upload. A
+    /// repeat of a completed upload answers the version it made.
     async fn complete_upload(&self, complete: CompleteUpload) -> MetaResult<ObjectVersion> {
         let req = ObjectRequest::CompleteUpload {
             complete: Box::new(complete),

@@ -4,6 +4,7 @@
 //! (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html,
 //! RFC 7232 section 6).
 
+use godwit_common::types::{EtagMatch, WritePrecondition};
 use http::HeaderMap;
 
 use crate::error::S3Error;
@@ -92,58 +93,50 @@ impl Conditions {
     }
 }
 
-/// Conditional writes (PutObject, CopyObject, CompleteMultipartUpload):
+/// The precondition of a conditional write (PutObject, CopyObject,
+/// CompleteMultipartUpload), None when the request has none:
 /// `If-None-Match: *` writes only when the key has no current object, and
-/// `If-Match: "<etag>"` only when the current object has that ETag
+/// `If-Match` only when the current object has one of the listed ETags
 /// (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html).
-/// A delete marker on top counts as no object.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct WriteConditions {
-    pub if_match: Option<String>,
-    pub if_none_match: bool,
-}
-
-impl WriteConditions {
-    /// `If-None-Match` takes only `*`; any other value is functionality S3
-    /// does not offer (501 NotImplemented).
-    pub fn from_headers(headers: &HeaderMap) -> Result<Self, S3Error> {
-        let text = |name: &str| {
-            headers
-                .get(name)
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string())
-        };
-        let if_none_match = match text("if-none-match") {
-            None => false,
-            Some(v) if v == "*" => true,
-            Some(_) => return Err(S3Error::NotImplemented),
-        };
-        Ok(WriteConditions {
-            if_match: text("if-match"),
-            if_none_match,
-        })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        *self == WriteConditions::default()
-    }
-
-    /// `current_etag`: the key's current object's ETag, None when the key
-    /// has no object (or a delete marker on top).
-    pub fn evaluate(&self, current_etag: Option<&str>) -> Result<(), S3Error> {
-        match (self.if_match.as_deref(), current_etag) {
-            // Nothing to match against: S3 answers 404, not 412.
-            (Some(_), None) => return Err(S3Error::NoSuchKey),
-            (Some(list), Some(etag)) if !etag_in(list, etag) => {
-                return Err(S3Error::PreconditionFailed)
-            }
-            _ => {}
+/// Meta evaluates it in the command that commits the write
+/// (`WritePrecondition::evaluate`), so racing writers cannot both pass.
+///
+/// `If-None-Match` takes only `*`; any other value is functionality S3
+/// does not offer for writes (501 NotImplemented). `If-Match` takes `*`
+/// (any current object) or a comma-separated list of ETags, quoted or
+/// not; a weak ETag (`W/"..."`) never matches, as RFC 7232 section 3.1
+/// has it for If-Match.
+pub fn write_precondition(headers: &HeaderMap) -> Result<Option<WritePrecondition>, S3Error> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string())
+    };
+    let if_none_match_any = match text("if-none-match") {
+        None => false,
+        Some(v) if v == "*" => true,
+        Some(_) => return Err(S3Error::NotImplemented),
+    };
+    let if_match = text("if-match").map(|list| {
+        let candidates: Vec<&str> = list.split(',').map(str::trim).collect();
+        if candidates.contains(&"*") {
+            return EtagMatch::Any;
         }
-        match (self.if_none_match, current_etag) {
-            // The key exists: the write must not replace it.
-            (true, Some(_)) => Err(S3Error::PreconditionFailed),
-            _ => Ok(()),
-        }
+        EtagMatch::OneOf(
+            candidates
+                .into_iter()
+                .filter(|c| !c.is_empty() && !c.starts_with("W/"))
+                .map(|c| unquote_etag(c).to_string())
+                .collect(),
+        )
+    });
+    if !if_none_match_any && if_match.is_none() {
+        return Ok(None);
     }
+    Ok(Some(WritePrecondition {
+        if_none_match_any,
+        if_match,
+    }))
 }
 
 /// Whether `etag` is in a comma-separated If-Match / If-None-Match list
@@ -215,47 +208,39 @@ mod tests {
     }
 
     #[test]
-    fn write_conditions_decision_table() {
-        let w = |im: Option<&str>, inm: bool| WriteConditions {
-            if_match: im.map(str::to_string),
-            if_none_match: inm,
+    fn write_preconditions_from_headers() {
+        let parse = |pairs: &[(&str, &str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.append(
+                    http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    v.parse().unwrap(),
+                );
+            }
+            write_precondition(&h)
         };
-        let code = |cond: WriteConditions, current: Option<&str>| match cond.evaluate(current) {
-            Ok(()) => "ok",
-            Err(S3Error::PreconditionFailed) => "412",
-            Err(S3Error::NoSuchKey) => "404",
-            Err(e) => panic!("{e:?}"),
+        let one_of = |etags: &[&str]| {
+            Some(EtagMatch::OneOf(
+                etags.iter().map(|e| e.to_string()).collect(),
+            ))
         };
-        let cases = [
-            (w(None, false), None, "ok"),
-            (w(None, false), Some(ETAG), "ok"),
-            (w(None, true), None, "ok"),
-            (w(None, true), Some(ETAG), "412"),
-            (w(Some("\"abc\""), false), Some(ETAG), "ok"),
-            (w(Some("abc"), false), Some(ETAG), "ok"),
-            (w(Some("\"x\""), false), Some(ETAG), "412"),
-            (w(Some("\"abc\""), false), None, "404"),
-            (w(Some("*"), false), Some(ETAG), "ok"),
-            (w(Some("*"), false), None, "404"),
-            (w(Some("\"abc\""), true), Some(ETAG), "412"),
-        ];
-        for (cond, current, want) in cases {
-            assert_eq!(code(cond.clone(), current), want, "{cond:?} on {current:?}");
-        }
-    }
-
-    #[test]
-    fn write_conditions_from_headers() {
-        let mut h = HeaderMap::new();
-        assert!(WriteConditions::from_headers(&h).unwrap().is_empty());
-        h.insert("if-none-match", " * ".parse().unwrap());
-        h.insert("if-match", "\"abc\"".parse().unwrap());
-        let cond = WriteConditions::from_headers(&h).unwrap();
-        assert!(cond.if_none_match);
-        assert_eq!(cond.if_match.as_deref(), Some("\"abc\""));
-        h.insert("if-none-match", "\"abc\"".parse().unwrap());
+        assert_eq!(parse(&[]).unwrap(), None);
+        let p = parse(&[("if-none-match", " * "), ("if-match", "\"abc\"")])
+            .unwrap()
+            .unwrap();
+        assert!(p.if_none_match_any);
+        assert_eq!(p.if_match, one_of(&["abc"]));
+        let if_match = |v: &str| parse(&[("if-match", v)]).unwrap().unwrap().if_match;
+        assert_eq!(if_match("abc"), one_of(&["abc"]));
+        assert_eq!(if_match("\"x\", \"abc\""), one_of(&["x", "abc"]));
+        assert_eq!(if_match("\"x\", *"), Some(EtagMatch::Any));
+        // Weak ETags never match a write; what is left may be nothing.
+        assert_eq!(if_match("W/\"abc\", \"x\""), one_of(&["x"]));
+        assert_eq!(if_match("W/\"abc\""), one_of(&[]));
+        assert_eq!(if_match(""), one_of(&[]));
+        // If-None-Match takes "*" only.
         assert!(matches!(
-            WriteConditions::from_headers(&h),
+            parse(&[("if-none-match", "\"abc\"")]),
             Err(S3Error::NotImplemented)
         ));
     }

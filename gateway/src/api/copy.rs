@@ -7,10 +7,10 @@ use godwit_common::types::{NewObject, ObjectRead, VersionRef};
 use http::StatusCode;
 use percent_encoding::percent_decode_str;
 
-use super::conditions::{Conditions, WriteConditions};
+use super::conditions::{write_precondition, Conditions};
 use super::headers::{content_headers, user_meta};
 use super::multipart::commit_part;
-use super::object::check_write_conditions;
+use super::object::write_refusal;
 use super::range::parse_copy_range;
 use super::tagging::copy_tags;
 use super::{set_header, shows_version_id, version_header, xml_response, ApiResult, Ctx};
@@ -130,7 +130,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             return Err(S3Error::InvalidArgument("Unknown metadata directive.".into()).into())
         }
     };
-    let write_conditions = WriteConditions::from_headers(ctx.headers())?;
+    let precondition = write_precondition(ctx.headers())?;
     // A bad directive or tag header fails before the source is read.
     copy_tags(ctx, &Default::default())?;
     let (src, obj) = load_source(ctx).await?;
@@ -158,7 +158,6 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
     // The copy gets the ACL of its own request, never the source's (S3).
     let access =
         super::access::object_access(ctx, &*ctx.gw.buckets.get(ctx.bucket()).await?).await?;
-    check_write_conditions(ctx, &write_conditions).await?;
     let version = ctx
         .gw
         .meta
@@ -182,8 +181,12 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
                 key: v.key.clone(),
                 version_id: v.version_id.clone(),
             }),
+            // Checked in the commit: the copy writes no block, so there
+            // is nothing an earlier look would save.
+            precondition,
         })
-        .await?;
+        .await
+        .map_err(|e| write_refusal(ctx, e))?;
     let doc = CopyResult {
         xmlns: Ns::default(),
         etag: quote_etag(&version.etag),

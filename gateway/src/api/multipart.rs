@@ -11,10 +11,10 @@ use godwit_common::types::{
 };
 use http::StatusCode;
 
-use super::conditions::WriteConditions;
+use super::conditions::write_precondition;
 use super::headers::{content_headers, user_meta};
 use super::list::{non_empty, parse_max, Listing};
-use super::object::{check_write_conditions, write_checksum_headers};
+use super::object::{write_checksum_headers, write_refusal};
 use super::tagging::tags_from_headers;
 use super::{
     empty_response, read_small_body, replica_origin, set_header, shows_version_id, version_header,
@@ -211,7 +211,7 @@ pub fn composite_of(
 }
 
 pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResult {
-    let write_conditions = WriteConditions::from_headers(ctx.headers())?;
+    let precondition = write_precondition(ctx.headers())?;
     // A replication worker's completion carries the source's final mtime.
     let replica_of = replica_origin(ctx.headers())?;
     let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
@@ -240,8 +240,12 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
                     checksums: Checksums::default(),
                     replica_of,
                     min_part_size: None,
+                    // Meta answers a repeat without it: the first Complete
+                    // checked it.
+                    precondition,
                 })
-                .await?;
+                .await
+                .map_err(|e| write_refusal(ctx, e))?;
             return complete_response(ctx, &version).await;
         }
         Err(e) => return Err(e.into()),
@@ -260,8 +264,6 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
         }
     }
     checksums.crc64ecma = whole_crc64(&doc.parts, &stored);
-    // A failed precondition leaves the upload in place, as S3 does.
-    check_write_conditions(ctx, &write_conditions).await?;
     let version = ctx
         .gw
         .meta
@@ -274,8 +276,12 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
             replica_of,
             // OSS allows parts down to 100 KiB; S3 keeps meta's minimum.
             min_part_size: ctx.rules.min_part_size,
+            // Checked against the key as it is when the upload completes;
+            // a failed precondition leaves the upload in place, as S3 does.
+            precondition,
         })
-        .await?;
+        .await
+        .map_err(|e| write_refusal(ctx, e))?;
     complete_response(ctx, &version).await
 }
 

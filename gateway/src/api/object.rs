@@ -4,10 +4,13 @@
 use axum::body::Body;
 use axum::response::Response;
 use futures::StreamExt;
-use godwit_common::types::{Checksums, NewObject, ObjectRead, ObjectVersion, NULL_VERSION_ID};
+use godwit_common::types::{
+    Checksums, NewObject, ObjectRead, ObjectVersion, WritePrecondition, NULL_VERSION_ID,
+};
+use godwit_common::MetaError;
 use http::{HeaderMap, StatusCode};
 
-use super::conditions::{Conditions, WriteConditions};
+use super::conditions::{write_precondition, Conditions};
 use super::headers::{content_headers, user_meta, write_object_headers};
 use super::range::{content_range, parse_range, resolve};
 use super::tagging::tags_from_headers;
@@ -38,40 +41,39 @@ async fn current_etag(ctx: &Ctx, bucket: &str, key: &str) -> Result<Option<Strin
     match ctx.gw.meta.get_object(bucket, key, None).await {
         Ok(obj) if obj.version.is_delete_marker => Ok(None),
         Ok(obj) => Ok(Some(obj.version.etag)),
-        Err(godwit_common::MetaError::NoSuchKey) => Ok(None),
+        Err(MetaError::NoSuchKey) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }
 
-/// Checks the conditional-write headers of a PutObject, CopyObject or
-/// CompleteMultipartUpload against the key's current object.
-///
-/// This is check-then-commit, not atomic: `ObjectMeta` has no conditional
-/// commit, so a write that lands between this read and our commit is not
-/// seen, and two `If-None-Match: *` writers racing on a new key can both
-/// succeed (S3 would answer one of them 409 ConditionalRequestConflict).
-/// Callers run it as late as they can, just before the commit, to keep
-/// that window short. Closing it needs a precondition carried into the
-/// Raft entry (meta's apply step), which is meta's to add.
-pub async fn check_write_conditions(ctx: &Ctx, cond: &WriteConditions) -> Result<(), S3Error> {
-    if cond.is_empty() {
-        return Ok(());
+/// What a write meta refused answers: meta's error as S3's, except that
+/// a failed precondition that came from OSS's `x-oss-forbid-overwrite:
+/// true` (which `oss::wire` turns into `If-None-Match: *` and this rule)
+/// fails with OSS's own error, 409 FileAlreadyExists.
+pub fn write_refusal(ctx: &Ctx, e: MetaError) -> S3Error {
+    match e {
+        MetaError::PreconditionFailed if ctx.rules.forbid_overwrite => S3Error::FileAlreadyExists,
+        e => e.into(),
     }
+}
+
+/// An early look at a conditional PUT's precondition, before its body
+/// streams to datanodes: a request bound to fail is refused before any
+/// block is written. It decides nothing: the precondition travels in the
+/// commit (`NewObject::precondition`), where meta evaluates it again
+/// against the key as it is then, so a write that lands in between is
+/// seen and only one of two racing writers commits.
+async fn precheck(ctx: &Ctx, precondition: &WritePrecondition) -> Result<(), S3Error> {
     let current = current_etag(ctx, ctx.bucket(), ctx.key()).await?;
-    match cond.evaluate(current.as_deref()) {
-        // OSS's `x-oss-forbid-overwrite: true` arrives as `If-None-Match:
-        // *` and this rule (`oss::wire`), and fails with OSS's own error.
-        Err(S3Error::PreconditionFailed) if ctx.rules.forbid_overwrite => {
-            Err(S3Error::FileAlreadyExists)
-        }
-        other => other,
-    }
+    precondition
+        .evaluate(current.as_deref())
+        .map_err(|e| write_refusal(ctx, e))
 }
 
 pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     let (bucket, key) = (ctx.bucket(), ctx.key());
     check_key(key)?;
-    let write_conditions = WriteConditions::from_headers(ctx.headers())?;
+    let precondition = write_precondition(ctx.headers())?;
     let headers = content_headers(ctx.headers());
     let user_meta = user_meta(ctx.headers())?;
     let tags = tags_from_headers(ctx)?;
@@ -95,7 +97,9 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
         .is_none_or(|n| n > ctx.gw.cfg.inline_threshold as u64)
     {
         ctx.gw.buckets.get(bucket).await?;
-        check_write_conditions(ctx, &write_conditions).await?;
+        if let Some(p) = &precondition {
+            precheck(ctx, p).await?;
+        }
     }
 
     let target = ctx.gw.write_target(true, MAX_PUT_SIZE);
@@ -114,8 +118,6 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     verify(&expected, &written.digests, trailers.as_ref())?;
     ctx.rules
         .check_body_crc64(written.digests.checksums.crc64ecma)?;
-    // Again just before the commit: the upload may have taken a while.
-    check_write_conditions(ctx, &write_conditions).await?;
 
     let etag = written.digests.md5_hex();
     // The bucket's versioning state (for a "null" version's header) is
@@ -136,10 +138,11 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
             acl: access.acl,
             replica_of,
             copy_source: None,
+            precondition,
         }),
         ctx.gw.buckets.has_versioning(bucket),
     );
-    let version = version?;
+    let version = version.map_err(|e| write_refusal(ctx, e))?;
     let shown = has_versioning || version.version_id != NULL_VERSION_ID;
     let mut resp = empty_response(StatusCode::OK);
     let out = resp.headers_mut();

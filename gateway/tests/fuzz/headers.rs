@@ -5,7 +5,7 @@
 //! source. Properties: no panic; a resolved range lies inside the object;
 //! `bytes=a-b` parses back to `(a, b)`.
 
-use godwit_gateway::api::conditions::{Conditions, WriteConditions};
+use godwit_gateway::api::conditions::{write_precondition, Conditions};
 use godwit_gateway::api::range::{
     content_range, parse_copy_range, parse_range, resolve, RangeSpec,
 };
@@ -205,7 +205,7 @@ fn parse_head(method: &Method, path: &str, query: &str, headers: HeaderMap) {
         let c = Conditions::from_headers(h, prefix);
         let _ = c.evaluate("abc", 1_369_353_600_000, prefix.is_empty());
     }
-    if let Ok(w) = WriteConditions::from_headers(h) {
+    if let Ok(Some(w)) = write_precondition(h) {
         let _ = w.evaluate(Some("abc"));
         let _ = w.evaluate(None);
     }
@@ -253,7 +253,7 @@ proptest! {
         let h = header_map(&pairs);
         let c = Conditions::from_headers(&h, prefix);
         let _ = c.evaluate(&etag, last_modified_ms, copy);
-        if let Ok(w) = WriteConditions::from_headers(&h) {
+        if let Ok(Some(w)) = write_precondition(&h) {
             let _ = w.evaluate(Some(&etag));
             let _ = w.evaluate(None);
         }

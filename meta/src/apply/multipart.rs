@@ -14,7 +14,9 @@ use godwit_common::types::*;
 use godwit_common::MetaError;
 
 use super::dedup::{parts_fingerprint, CompletedUpload, COMPLETED_UPLOADS};
-use super::objects::{check_key, commit_version, restamp_version, version_id_for};
+use super::objects::{
+    check_key, check_precondition, commit_version, restamp_version, version_id_for,
+};
 use super::{add_refs, drop_refs, load_bucket};
 use super::{outbox, streaming};
 use crate::command::Reply;
@@ -176,6 +178,13 @@ pub(super) fn complete_upload(
             part: small.number,
             size: small.size,
         });
+    }
+    // Against the key as it is now, after the checks a Complete without
+    // the precondition would fail (RFC 7232 section 5: a precondition
+    // matters only to a request that would otherwise succeed). A repeat of
+    // a completed upload never gets here: it answers its first result.
+    if let Some(p) = &c.precondition {
+        check_precondition(tx, &c.bucket, &c.key, p)?;
     }
 
     // ETag of a multipart object: md5 of the parts' binary md5s, "-N".

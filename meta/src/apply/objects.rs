@@ -52,6 +52,9 @@ pub(super) fn put_object(
 ) -> Result<Reply, MetaError> {
     check_key(&obj.key)?;
     let bucket = load_bucket(tx, &obj.bucket)?;
+    if let Some(p) = &obj.precondition {
+        check_precondition(tx, &obj.bucket, &obj.key, p)?;
+    }
     let mut version = ObjectVersion {
         version_id: version_id_for(&bucket, fresh_version_id),
         bucket: obj.bucket,
@@ -107,6 +110,29 @@ pub(super) fn put_object(
         restamp_version(tx, &version, seq);
     }
     Ok(Reply::Version(Box::new(version)))
+}
+
+/// A conditional write's precondition against the key's current version
+/// as of this point of the log (the newest row of the key, which a write
+/// earlier in the same entry already made): this is what makes
+/// `If-None-Match: *` and `If-Match` atomic. A delete marker on top counts
+/// as no object. `PreconditionFailed`, or `NoSuchKey` for If-Match on a
+/// key without an object.
+pub(crate) fn check_precondition(
+    tx: &Overlay,
+    bucket: &str,
+    key: &str,
+    p: &WritePrecondition,
+) -> Result<(), MetaError> {
+    let current = match tx.first_with_prefix(CF_OBJECTS, &key_prefix(bucket, key))? {
+        Some((_, raw)) => Some(decode::<ObjectVersion>(&raw)?),
+        None => None,
+    };
+    let etag = current
+        .as_ref()
+        .filter(|v| !v.is_delete_marker)
+        .map(|v| v.etag.as_str());
+    p.evaluate(etag)
 }
 
 /// The time a version was written at its origin: what last-writer-wins

@@ -311,6 +311,7 @@ mod tests {
                 acl: None,
                 replica_of: None,
                 copy_source: None,
+                precondition: None,
             }),
             version_id: version_id.into(),
             now_ms: 1,
@@ -460,6 +461,162 @@ mod tests {
         sm.apply(vec![(put("n", "v5"), None)], 7_000);
         sm.apply(vec![(put("n", "v6"), None)], 7_000);
         assert_eq!(sm.versions("n"), 2);
+    }
+
+    /// `put`, with its own ETag and a precondition.
+    fn put_if(key: &str, version_id: &str, etag: &str, p: WritePrecondition) -> Command {
+        match put(key, version_id) {
+            Command::PutObject {
+                mut obj,
+                version_id,
+                now_ms,
+                claim,
+            } => {
+                obj.etag = etag.into();
+                obj.precondition = Some(p);
+                Command::PutObject {
+                    obj,
+                    version_id,
+                    now_ms,
+                    claim,
+                }
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    fn if_none_match() -> WritePrecondition {
+        WritePrecondition {
+            if_none_match_any: true,
+            if_match: None,
+        }
+    }
+
+    fn if_match(etag: &str) -> WritePrecondition {
+        WritePrecondition {
+            if_none_match_any: false,
+            if_match: Some(EtagMatch::OneOf(vec![etag.into()])),
+        }
+    }
+
+    fn version_id(r: &Result<Reply, MetaError>) -> &str {
+        match r {
+            Ok(Reply::Version(v)) => &v.version_id,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn racing_conditional_puts_commit_exactly_one() {
+        let mut sm = Sm::new();
+        // Three creators in one entry (group commit batched them): the
+        // first creates the key, the others find it there.
+        let creators = (1..=3)
+            .map(|i| {
+                let (v, e, id) = (format!("c{i}"), format!("e{i}"), format!("p{i}"));
+                (put_if("new", &v, &e, if_none_match()), Some(id))
+            })
+            .collect::<Vec<_>>();
+        let creators = creators
+            .iter()
+            .map(|(c, id)| (c.clone(), id.as_deref()))
+            .collect();
+        let replies = sm.apply(creators, 1_000);
+        assert_eq!(version_id(&replies[0]), "c1");
+        for r in &replies[1..] {
+            assert_eq!(r.as_ref().unwrap_err(), &MetaError::PreconditionFailed);
+        }
+        assert_eq!(sm.versions("new"), 1);
+
+        // Two compare-and-swaps from the same ETag, in one entry: the
+        // first replaces e1, the second no longer finds it.
+        let replies = sm.apply(
+            vec![
+                (put_if("new", "s1", "e4", if_match("e1")), Some("q1")),
+                (put_if("new", "s2", "e5", if_match("e1")), Some("q2")),
+            ],
+            2_000,
+        );
+        assert_eq!(version_id(&replies[0]), "s1");
+        assert_eq!(
+            replies[1].as_ref().unwrap_err(),
+            &MetaError::PreconditionFailed
+        );
+        assert_eq!(sm.versions("new"), 2);
+        // And across entries, on the newest version.
+        let r = sm.apply(
+            vec![(put_if("new", "s3", "e6", if_match("e4")), None)],
+            3_000,
+        );
+        assert_eq!(version_id(&r[0]), "s3");
+
+        // If-Match on a key without an object is NoSuchKey; a delete
+        // marker on top is no object, for both headers.
+        let r = sm.apply(
+            vec![(put_if("none", "x1", "e", if_match("e")), None)],
+            4_000,
+        );
+        assert_eq!(r[0].as_ref().unwrap_err(), &MetaError::NoSuchKey);
+        let delete = Command::DeleteObject {
+            bucket: "b".into(),
+            key: "new".into(),
+            version_id: None,
+            new_version_id: "marker".into(),
+            now_ms: 5_000,
+            replica_of: None,
+        };
+        sm.apply(vec![(delete, None)], 5_000).remove(0).unwrap();
+        let r = sm.apply(
+            vec![(put_if("new", "x2", "e", if_match("e6")), None)],
+            6_000,
+        );
+        assert_eq!(r[0].as_ref().unwrap_err(), &MetaError::NoSuchKey);
+        let r = sm.apply(
+            vec![(put_if("new", "x3", "e7", if_none_match()), None)],
+            7_000,
+        );
+        assert_eq!(version_id(&r[0]), "x3");
+    }
+
+    /// A gateway that lost the answer to a conditional PUT sends it again
+    /// with the same request id: it gets the first 200, not the 412 the
+    /// key as it is now would earn.
+    #[test]
+    fn a_retried_conditional_put_answers_its_first_reply() {
+        let mut sm = Sm::new();
+        let first = sm.apply(
+            vec![(put_if("k", "v1", "e1", if_none_match()), Some("r1"))],
+            1_000,
+        );
+        assert_eq!(version_id(&first[0]), "v1");
+        let retried = sm.apply(
+            vec![(put_if("k", "v2", "e1", if_none_match()), Some("r1"))],
+            2_000,
+        );
+        assert_eq!(version_id(&retried[0]), "v1");
+        assert_eq!(sm.versions("k"), 1);
+        // Another request with the same precondition is refused.
+        let other = sm.apply(
+            vec![(put_if("k", "v3", "e1", if_none_match()), Some("r2"))],
+            3_000,
+        );
+        assert_eq!(
+            other[0].as_ref().unwrap_err(),
+            &MetaError::PreconditionFailed
+        );
+        // A compare-and-swap retried after it committed: its first answer
+        // too (the ETag it matched is gone by now).
+        let cas = sm.apply(
+            vec![(put_if("k", "w1", "e2", if_match("e1")), Some("r3"))],
+            4_000,
+        );
+        assert_eq!(version_id(&cas[0]), "w1");
+        let again = sm.apply(
+            vec![(put_if("k", "w2", "e2", if_match("e1")), Some("r3"))],
+            5_000,
+        );
+        assert_eq!(version_id(&again[0]), "w1");
+        assert_eq!(sm.versions("k"), 2);
     }
 
     #[test]

@@ -89,6 +89,7 @@ pub fn new_object(bucket: &str, key: &str, data: ObjectData) -> NewObject {
         acl: None,
         replica_of: None,
         copy_source: None,
+        precondition: None,
     }
 }
 

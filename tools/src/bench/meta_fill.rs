@@ -37,6 +37,7 @@ fn object(bucket: &str, i: u64, size: u64) -> NewObject {
         acl: None,
         replica_of: None,
         copy_source: None,
+        precondition: None,
     }
 }
 
