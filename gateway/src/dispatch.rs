@@ -35,12 +35,18 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         GetBucketInfo => oss::ops::get_bucket_info(&ctx).await,
         GetBucketStat => oss::ops::get_bucket_stat(&ctx).await,
         GetObjectMeta => object::get_object(&ctx, true).await,
-        ListBuckets => Ok(render(
-            &ctx,
-            bucket::list_buckets(&ctx).await?,
-            s3::bucket::list_buckets,
-            |list| oss::ops::list_buckets(&ctx, list),
-        )?),
+        ListBuckets => {
+            let query = match ctx.dialect {
+                Dialect::S3 => s3::bucket::buckets_query(&ctx.query)?,
+                Dialect::Oss => oss::ops::buckets_query(&ctx.query)?,
+            };
+            Ok(render(
+                &ctx,
+                bucket::list_buckets(&ctx, query).await?,
+                s3::bucket::list_buckets,
+                |list| oss::ops::list_buckets(&ctx, list),
+            )?)
+        }
         CreateBucket => bucket::create_bucket(&ctx, body).await,
         HeadBucket => bucket::head_bucket(&ctx).await,
         DeleteBucket => bucket::delete_bucket(&ctx).await,

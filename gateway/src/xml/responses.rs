@@ -75,6 +75,12 @@ pub struct ListAllMyBucketsResult {
     pub owner: Owner,
     #[serde(rename = "Buckets")]
     pub buckets: Buckets,
+    /// Where the next page starts, when more buckets remain.
+    #[serde(rename = "ContinuationToken", skip_serializing_if = "Option::is_none")]
+    pub continuation_token: Option<String>,
+    /// The request's `prefix`, echoed when it sent one.
+    #[serde(rename = "Prefix", skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
 }
 
 #[derive(Serialize, Debug)]
