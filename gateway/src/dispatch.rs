@@ -7,7 +7,8 @@ use axum::body::Body;
 use axum::response::Response;
 
 use crate::api::{
-    access, bucket, copy, delete_objects, multipart, object, post_object, tagging, ApiResult, Ctx,
+    access, attributes, bucket, copy, delete_objects, multipart, object, post_object, tagging,
+    ApiResult, Ctx,
 };
 use crate::dialect::Dialect;
 use crate::error::S3Error;
@@ -146,6 +147,7 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         GetObjectTagging => tagging::get_object_tagging(&ctx).await,
         PutObjectTagging => tagging::put_object_tagging(&ctx, body).await,
         DeleteObjectTagging => tagging::delete_object_tagging(&ctx).await,
+        GetObjectAttributes => attributes::get_object_attributes(&ctx).await,
 
         // Named so that the surface is visible here; none is offered yet.
         GetBucketAccelerateConfiguration
@@ -189,7 +191,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | DeleteBucketWebsite
         | GetObjectLockConfiguration
         | PutObjectLockConfiguration
-        | GetObjectAttributes
         | GetObjectLegalHold
         | PutObjectLegalHold
         | GetObjectRetention
