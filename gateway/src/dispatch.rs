@@ -7,7 +7,8 @@ use axum::body::Body;
 use axum::response::Response;
 
 use crate::api::{
-    access, bucket, copy, delete_objects, multipart, object, post_object, tagging, ApiResult, Ctx,
+    access, attributes, bucket, copy, delete_objects, multipart, object, post_object, tagging,
+    ApiResult, Ctx,
 };
 use crate::dialect::Dialect;
 use crate::error::S3Error;
@@ -35,12 +36,18 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         GetBucketInfo => oss::ops::get_bucket_info(&ctx).await,
         GetBucketStat => oss::ops::get_bucket_stat(&ctx).await,
         GetObjectMeta => object::get_object(&ctx, true).await,
-        ListBuckets => Ok(render(
-            &ctx,
-            bucket::list_buckets(&ctx).await?,
-            s3::bucket::list_buckets,
-            |list| oss::ops::list_buckets(&ctx, list),
-        )?),
+        ListBuckets => {
+            let query = match ctx.dialect {
+                Dialect::S3 => s3::bucket::buckets_query(&ctx.query)?,
+                Dialect::Oss => oss::ops::buckets_query(&ctx.query)?,
+            };
+            Ok(render(
+                &ctx,
+                bucket::list_buckets(&ctx, query).await?,
+                s3::bucket::list_buckets,
+                |list| oss::ops::list_buckets(&ctx, list),
+            )?)
+        }
         CreateBucket => bucket::create_bucket(&ctx, body).await,
         HeadBucket => bucket::head_bucket(&ctx).await,
         DeleteBucket => bucket::delete_bucket(&ctx).await,
@@ -140,6 +147,7 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         GetObjectTagging => tagging::get_object_tagging(&ctx).await,
         PutObjectTagging => tagging::put_object_tagging(&ctx, body).await,
         DeleteObjectTagging => tagging::delete_object_tagging(&ctx).await,
+        GetObjectAttributes => attributes::get_object_attributes(&ctx).await,
 
         // Named so that the surface is visible here; none is offered yet.
         GetBucketAccelerateConfiguration
@@ -183,7 +191,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | DeleteBucketWebsite
         | GetObjectLockConfiguration
         | PutObjectLockConfiguration
-        | GetObjectAttributes
         | GetObjectLegalHold
         | PutObjectLegalHold
         | GetObjectRetention

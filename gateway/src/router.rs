@@ -330,10 +330,10 @@ endpoints! {
     DeleteObjectTagging,
     /// OSS `HEAD /bucket/key?objectMeta`: HeadObject's basic headers.
     GetObjectMeta,
+    GetObjectAttributes,
 
     // ---- objects: not implemented ----
     PutObjectAcl,
-    GetObjectAttributes,
     GetObjectLegalHold,
     PutObjectLegalHold,
     GetObjectRetention,
@@ -402,6 +402,7 @@ impl Endpoint {
                 | GetBucketInfo
                 | GetBucketStat
                 | GetObjectMeta
+                | GetObjectAttributes
         )
     }
 }

@@ -161,6 +161,13 @@ fn implemented_endpoints() {
         ("DELETE", "/b/k?tagging", false, DeleteObjectTagging),
         ("GET", "/b/k?tagging&versionId=v1", false, GetObjectTagging),
         ("POST", "/b", false, PostObject),
+        ("GET", "/b/k?attributes", false, GetObjectAttributes),
+        (
+            "GET",
+            "/b/k?attributes&versionId=v1",
+            false,
+            GetObjectAttributes,
+        ),
     ];
     for (method, uri, copy, want) in cases {
         let got = route(method, uri, copy).unwrap();
@@ -245,7 +252,6 @@ fn unimplemented_endpoints_are_variants() {
         ("DELETE", "/b?website", DeleteBucketWebsite),
         ("GET", "/b?object-lock", GetObjectLockConfiguration),
         ("PUT", "/b?object-lock", PutObjectLockConfiguration),
-        ("GET", "/b/k?attributes", GetObjectAttributes),
         ("GET", "/b/k?legal-hold", GetObjectLegalHold),
         ("PUT", "/b/k?legal-hold", PutObjectLegalHold),
         ("GET", "/b/k?retention", GetObjectRetention),
@@ -393,4 +399,18 @@ fn operation_params_are_sorted_and_cover_every_selector() {
             "router reads `{name}` but it is neither in OPERATION_PARAMS nor a documented limit"
         );
     }
+}
+
+/// GetObjectAttributes is authorized as its own action, the version
+/// form when the request names a version.
+#[test]
+fn object_attributes_actions() {
+    assert_eq!(
+        iam_action(&GetObjectAttributes, false),
+        "s3:GetObjectAttributes"
+    );
+    assert_eq!(
+        iam_action(&GetObjectAttributes, true),
+        "s3:GetObjectVersionAttributes"
+    );
 }

@@ -176,3 +176,37 @@ def test_fetch_owner(s3, odd):
     assert all("Owner" not in o for o in plain["Contents"])
     with_owner = s3.list_objects_v2(Bucket=odd, FetchOwner=True)
     assert all(o["Owner"]["ID"] == owner_id for o in with_owner["Contents"])
+
+
+def test_v1_listing_prefix_with_a_newline_comes_back_unchanged(s3, bucket):
+    # boto3 asks for encoding-type=url and decodes a v1 listing's keys,
+    # common prefixes, Delimiter, Marker and NextMarker, but not its
+    # Prefix: S3 leaves that one unencoded in v1 (v2 encodes it, and
+    # boto3 decodes it there).
+    prefix = "line\nbreak +%/"
+    keys = [f"{prefix}a b", f"{prefix}c\nd", f"{prefix}sub/e"]
+    for k in keys:
+        s3.put_object(Bucket=bucket, Key=k, Body=b"x")
+    v1 = s3.list_objects(Bucket=bucket, Prefix=prefix, Delimiter="/", MaxKeys=1)
+    assert v1["Prefix"] == prefix
+    assert v1["Delimiter"] == "/"
+    assert [o["Key"] for o in v1["Contents"]] == [keys[0]]
+    assert v1["IsTruncated"] is True
+    assert v1["NextMarker"] == keys[0]
+    rest = s3.list_objects(Bucket=bucket, Prefix=prefix, Delimiter="/", Marker=v1["NextMarker"])
+    assert rest["Prefix"] == prefix
+    assert rest["Marker"] == keys[0]
+    assert [o["Key"] for o in rest["Contents"]] == [keys[1]]
+    assert [p["Prefix"] for p in rest["CommonPrefixes"]] == [f"{prefix}sub/"]
+    # The paginator walks it the same way.
+    pages = s3.get_paginator("list_objects").paginate(Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": 1})
+    assert [o["Key"] for page in pages for o in page.get("Contents", [])] == sorted(keys)
+    # v2 and ListObjectVersions encode their Prefix, and boto3 decodes it.
+    assert s3.list_objects_v2(Bucket=bucket, Prefix=prefix)["Prefix"] == prefix
+    assert s3.list_object_versions(Bucket=bucket, Prefix=prefix)["Prefix"] == prefix
+    # Asked for explicitly, the raw v1 document shows the Prefix as is and
+    # the keys encoded.
+    raw = s3.list_objects(Bucket=bucket, Prefix=prefix, EncodingType="url")
+    assert raw["Prefix"] == prefix
+    assert all("\n" not in o["Key"] and " " not in o["Key"] for o in raw["Contents"])
+    assert sorted(unquote_plus(o["Key"]) for o in raw["Contents"]) == sorted(keys)

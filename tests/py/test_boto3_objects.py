@@ -10,9 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
-from s3util import MIB, checksum_b64, error_code, md5_hex, quoted
+from s3util import MIB, REGION, checksum_b64, error_code, md5_hex, quoted
 
 
 def client_error(excinfo) -> tuple[str, int]:
@@ -121,6 +124,88 @@ def test_gzip_content_encoding_is_stored_not_decoded(s3, bucket):
     got = s3.get_object(Bucket=bucket, Key="gz")
     assert got["ContentEncoding"] == "gzip"
     assert got["Body"].read() == raw  # botocore does not decode
+
+
+class _TrailerAuth(S3SigV4Auth):
+    """SigV4 for an aws-chunked body with an unsigned trailer, as botocore
+    sends a PutObject over https (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`)."""
+
+    def payload(self, request):
+        return "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+
+
+def _aws_chunked_put(server, bucket: str, key: str, data: bytes, content_encoding: str):
+    """A PutObject whose body is aws-chunked with a CRC32 trailer, sent
+    with `content_encoding` as its Content-Encoding."""
+    crc = checksum_b64("CRC32", data)
+    body = b"%x\r\n%s\r\n0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % (len(data), data, crc.encode())
+    url = f"{server.endpoint}/{bucket}/{key}"
+    headers = {
+        "Content-Encoding": content_encoding,
+        "Content-Length": str(len(body)),
+        "x-amz-decoded-content-length": str(len(data)),
+        "x-amz-trailer": "x-amz-checksum-crc32",
+        "x-amz-sdk-checksum-algorithm": "CRC32",
+    }
+    req = AWSRequest(method="PUT", url=url, data=body, headers=headers)
+    _TrailerAuth(Credentials(server.access_key, server.secret_key), "s3", REGION).add_auth(req)
+    return requests.put(url, data=body, headers=dict(req.headers.items()), timeout=30)
+
+
+@pytest.mark.parametrize(
+    "sent,stored",
+    [
+        ("aws-chunked", None),
+        ("aws-chunked,gzip", "gzip"),
+        ("gzip,aws-chunked", "gzip"),
+        ("gzip, aws-chunked", "gzip"),
+        ("AWS-Chunked , gzip", "gzip"),
+        ("gzip, aws-chunked, br", "gzip, br"),
+    ],
+    ids=["only", "first", "last", "spaced", "case", "between"],
+)
+def test_aws_chunked_is_removed_from_content_encoding_and_the_rest_kept(server, s3, bucket, sent, stored):
+    data = b"aws-chunked body " * 100
+    r = _aws_chunked_put(server, bucket, "enc", data, sent)
+    assert r.status_code == 200, r.text
+    for resp in (s3.head_object(Bucket=bucket, Key="enc"), s3.get_object(Bucket=bucket, Key="enc")):
+        assert resp.get("ContentEncoding") == stored, resp["ResponseMetadata"]["HTTPHeaders"]
+        assert resp["ContentLength"] == len(data)
+    assert s3.get_object(Bucket=bucket, Key="enc")["Body"].read() == data
+
+
+def test_content_encoding_without_aws_chunked_is_stored_as_sent(s3, bucket):
+    # A list of codings with spaces comes back exactly as sent, on a
+    # PutObject, a multipart upload and a copy that replaces metadata.
+    s3.put_object(Bucket=bucket, Key="plain", Body=b"x", ContentEncoding="deflate, gzip")
+    assert s3.head_object(Bucket=bucket, Key="plain")["ContentEncoding"] == "deflate, gzip"
+
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mp", ContentEncoding="aws-chunked, gzip, br")
+    part = s3.upload_part(Bucket=bucket, Key="mp", UploadId=up["UploadId"], PartNumber=1, Body=b"part")
+    s3.complete_multipart_upload(
+        Bucket=bucket,
+        Key="mp",
+        UploadId=up["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+    )
+    assert s3.head_object(Bucket=bucket, Key="mp")["ContentEncoding"] == "gzip, br"
+
+    s3.copy_object(
+        Bucket=bucket,
+        Key="copy",
+        CopySource={"Bucket": bucket, "Key": "plain"},
+        MetadataDirective="REPLACE",
+        ContentEncoding="br, AWS-CHUNKED, gzip",
+    )
+    assert s3.head_object(Bucket=bucket, Key="copy")["ContentEncoding"] == "br, gzip"
+    s3.copy_object(
+        Bucket=bucket,
+        Key="copy-only",
+        CopySource={"Bucket": bucket, "Key": "plain"},
+        MetadataDirective="REPLACE",
+        ContentEncoding="aws-chunked",
+    )
+    assert "ContentEncoding" not in s3.head_object(Bucket=bucket, Key="copy-only")
 
 
 def test_response_header_overrides_on_get(s3, bucket):

@@ -597,3 +597,30 @@ def test_unsigned_oss_header_request_gets_oss_error(oss_server):
     assert r.headers["x-oss-request-id"]
     assert "x-amz-request-id" not in r.headers
     assert b"<EC>" in r.content and b"xmlns" not in r.content
+
+
+def test_list_buckets_pages_by_prefix_marker_and_max_keys(oss_server, s3, version):
+    # OSS pages ListBuckets itself: prefix, marker, max-keys (100 by
+    # default), with IsTruncated and NextMarker; oss2's BucketIterator
+    # follows them.
+    prefix = unique_bucket_name("ossl")
+    names = [f"{prefix}-{i}" for i in range(3)]
+    for name in names:
+        s3.create_bucket(Bucket=name)
+    try:
+        service = ossclients.oss2_service(oss_server, version)
+        first = service.list_buckets(prefix=prefix, max_keys=2)
+        assert [b.name for b in first.buckets] == names[:2]
+        assert first.is_truncated is True
+        assert first.next_marker == names[1]
+        rest = service.list_buckets(prefix=prefix, marker=first.next_marker, max_keys=2)
+        assert [b.name for b in rest.buckets] == names[2:]
+        assert rest.is_truncated is False
+        walked = [b.name for b in oss2.BucketIterator(service, prefix=prefix, max_keys=1)]
+        assert walked == names
+        with pytest.raises(oss2.exceptions.ServerError) as ei:
+            service.list_buckets(prefix=prefix, max_keys=1001)
+        assert (ei.value.status, ei.value.code) == (400, "InvalidArgument")
+    finally:
+        for name in names:
+            s3.delete_bucket(Bucket=name)

@@ -18,25 +18,81 @@ pub const US_EAST_1: &str = "us-east-1";
 /// Configuration bodies are tiny.
 const MAX_CONFIG_BODY: usize = 64 * 1024;
 
-/// ListBuckets: every bucket, listed for the requester, who the answer
-/// names as their owner.
-pub struct BucketList {
-    pub owner: Owner,
-    pub buckets: Vec<BucketInfo>,
+/// What a ListBuckets asks for, read by each dialect from its own
+/// parameters (`s3::bucket::buckets_query`, `oss::ops::buckets_query`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BucketsQuery {
+    /// Only names that start with it.
+    pub prefix: Option<String>,
+    /// Only names after it: S3's continuation token decoded, OSS's marker.
+    pub after: Option<String>,
+    /// Only buckets of this region (S3's `bucket-region`).
+    pub region: Option<String>,
+    /// The page size; None lists every bucket (an S3 request without
+    /// paging parameters, as before AWS added them).
+    pub max: Option<usize>,
 }
 
-/// The caller's own buckets; root's list holds every bucket.
-pub async fn list_buckets(ctx: &Ctx) -> Result<BucketList, S3Error> {
-    let mut buckets = Vec::new();
-    for bucket in ctx.gw.meta.list_buckets().await? {
-        if ctx.caller.is_root || ctx.owner_of(&bucket.owner).await?.id == ctx.caller.id {
-            buckets.push(bucket);
+/// ListBuckets: a page of the requester's buckets, who the answer names
+/// as their owner.
+pub struct BucketList {
+    pub owner: Owner,
+    /// In name order.
+    pub buckets: Vec<BucketInfo>,
+    /// More buckets match than this page holds: the next page starts
+    /// after its last name.
+    pub is_truncated: bool,
+    pub query: BucketsQuery,
+}
+
+impl BucketList {
+    /// Where the next page starts, when there is one.
+    pub fn next_after(&self) -> Option<&str> {
+        match self.is_truncated {
+            true => self.buckets.last().map(|b| b.name.as_str()),
+            false => None,
         }
+    }
+}
+
+/// The caller's own buckets (root's list holds every bucket), paged.
+///
+/// Meta hands over every bucket; the gateway sorts, filters and pages
+/// them in memory (`matching`), so a page costs a walk of the bucket
+/// list, not a range read. Ownership is checked only until the page is
+/// full.
+pub async fn list_buckets(ctx: &Ctx, query: BucketsQuery) -> Result<BucketList, S3Error> {
+    let limit = query.max.unwrap_or(usize::MAX);
+    let mut buckets = Vec::new();
+    let mut is_truncated = false;
+    for bucket in matching(ctx.gw.meta.list_buckets().await?, &query) {
+        if !(ctx.caller.is_root || ctx.owner_of(&bucket.owner).await?.id == ctx.caller.id) {
+            continue;
+        }
+        if buckets.len() == limit {
+            is_truncated = true;
+            break;
+        }
+        buckets.push(bucket);
     }
     Ok(BucketList {
         owner: ctx.caller_owner(),
         buckets,
+        is_truncated,
+        query,
     })
+}
+
+/// The buckets `q`'s prefix, start and region select, in name order
+/// (ownership and the page size are `list_buckets`'s).
+pub fn matching(mut all: Vec<BucketInfo>, q: &BucketsQuery) -> Vec<BucketInfo> {
+    all.retain(|b| {
+        q.prefix.as_deref().is_none_or(|p| b.name.starts_with(p))
+            && q.after.as_deref().is_none_or(|a| b.name.as_str() > a)
+            && q.region.as_deref().is_none_or(|r| b.region == r)
+    });
+    all.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    all
 }
 
 /// Whether a CreateBucket's LocationConstraint fits this region: absent
@@ -207,6 +263,74 @@ pub async fn get_bucket_policy_status(ctx: &Ctx) -> ApiResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn bucket(name: &str, region: &str) -> BucketInfo {
+        BucketInfo {
+            name: name.into(),
+            created_ms: 0,
+            region: region.into(),
+            versioning: VersioningState::Unversioned,
+            owner: String::new(),
+            policy: None,
+            access: Default::default(),
+        }
+    }
+
+    fn names(list: &[BucketInfo]) -> Vec<&str> {
+        list.iter().map(|b| b.name.as_str()).collect()
+    }
+
+    #[test]
+    fn matching_sorts_and_filters_by_prefix_start_and_region() {
+        let all = || {
+            vec![
+                bucket("photos-2", "eu-west-1"),
+                bucket("logs", "us-east-1"),
+                bucket("photos-1", "us-east-1"),
+                bucket("photos-3", "us-east-1"),
+            ]
+        };
+        let q = |prefix: Option<&str>, after: Option<&str>, region: Option<&str>| BucketsQuery {
+            prefix: prefix.map(Into::into),
+            after: after.map(Into::into),
+            region: region.map(Into::into),
+            max: None,
+        };
+        assert_eq!(
+            names(&matching(all(), &q(None, None, None))),
+            ["logs", "photos-1", "photos-2", "photos-3"]
+        );
+        assert_eq!(
+            names(&matching(all(), &q(Some("photos-"), None, None))),
+            ["photos-1", "photos-2", "photos-3"]
+        );
+        assert_eq!(
+            names(&matching(
+                all(),
+                &q(Some("photos-"), Some("photos-1"), None)
+            )),
+            ["photos-2", "photos-3"]
+        );
+        assert_eq!(
+            names(&matching(all(), &q(None, Some("logs"), Some("us-east-1")))),
+            ["photos-1", "photos-3"]
+        );
+        assert!(matching(all(), &q(Some("x"), None, None)).is_empty());
+        assert!(matching(all(), &q(None, Some("zzz"), None)).is_empty());
+    }
+
+    #[test]
+    fn next_page_starts_after_the_last_name_only_when_truncated() {
+        let mut list = BucketList {
+            owner: Owner::default(),
+            buckets: vec![bucket("a", "r"), bucket("b", "r")],
+            is_truncated: true,
+            query: BucketsQuery::default(),
+        };
+        assert_eq!(list.next_after(), Some("b"));
+        list.is_truncated = false;
+        assert_eq!(list.next_after(), None);
+    }
 
     #[test]
     fn location_constraint_must_name_this_region() {

@@ -30,16 +30,28 @@ fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
     (!values.is_empty()).then(|| values.join(","))
 }
 
-/// Content-Encoding without the `aws-chunked` coding, which only describes
-/// the request's framing.
-fn stored_encoding(headers: &HeaderMap) -> Option<String> {
-    let raw = header_text(headers, "content-encoding")?;
+/// The Content-Encoding S3 stores for `raw`: the `aws-chunked` coding
+/// (any case, any spacing) removed, since it only describes the request's
+/// framing, and everything else exactly as sent (`gzip, br` stays
+/// `gzip, br`). None when nothing else was named: S3 then stores no
+/// Content-Encoding at all. A value without `aws-chunked` is stored as is.
+pub fn without_aws_chunked(raw: &str) -> Option<String> {
+    let is_aws_chunked = |c: &str| c.trim().eq_ignore_ascii_case("aws-chunked");
+    if !raw.split(',').any(is_aws_chunked) {
+        let raw = raw.trim();
+        return (!raw.is_empty()).then(|| raw.to_string());
+    }
     let kept: Vec<&str> = raw
         .split(',')
-        .map(str::trim)
-        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("aws-chunked"))
+        .filter(|c| !is_aws_chunked(c) && !c.trim().is_empty())
         .collect();
-    (!kept.is_empty()).then(|| kept.join(","))
+    let joined = kept.join(",");
+    let joined = joined.trim();
+    (!joined.is_empty()).then(|| joined.to_string())
+}
+
+fn stored_encoding(headers: &HeaderMap) -> Option<String> {
+    without_aws_chunked(&header_text(headers, "content-encoding")?)
 }
 
 pub fn content_headers(headers: &HeaderMap) -> ContentHeaders {
@@ -159,6 +171,38 @@ mod tests {
             content_headers(&h).content_encoding.as_deref(),
             Some("gzip")
         );
+        // Two header lines are one list.
+        let h = headers(&[
+            ("content-encoding", "gzip"),
+            ("content-encoding", "aws-chunked"),
+        ]);
+        assert_eq!(
+            content_headers(&h).content_encoding.as_deref(),
+            Some("gzip")
+        );
+    }
+
+    #[test]
+    fn only_aws_chunked_is_removed_the_rest_is_kept_as_sent() {
+        for (sent, stored) in [
+            ("aws-chunked", None),
+            (" AWS-Chunked ", None),
+            ("aws-chunked, aws-chunked", None),
+            ("aws-chunked,gzip", Some("gzip")),
+            ("gzip,aws-chunked", Some("gzip")),
+            ("gzip, aws-chunked", Some("gzip")),
+            ("aws-chunked, gzip", Some("gzip")),
+            ("Aws-Chunked,gzip", Some("gzip")),
+            ("gzip, AWS-CHUNKED, br", Some("gzip, br")),
+            ("aws-chunked,gzip, br", Some("gzip, br")),
+            // Without aws-chunked, untouched.
+            ("deflate, gzip", Some("deflate, gzip")),
+            ("gzip,br", Some("gzip,br")),
+            ("x-custom;q=1", Some("x-custom;q=1")),
+            ("", None),
+        ] {
+            assert_eq!(without_aws_chunked(sent).as_deref(), stored, "{sent:?}");
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! neither `s3` nor `oss`.
 
 pub mod access;
+pub mod attributes;
 pub mod bucket;
 pub mod bucket_cache;
 pub mod conditions;

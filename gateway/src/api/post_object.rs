@@ -488,17 +488,6 @@ fn header_value(name: &str, value: &str) -> Result<HeaderValue, S3Error> {
     })
 }
 
-/// Content-Encoding without `aws-chunked`, which would make the put path
-/// read the file as aws-chunked framing.
-fn without_aws_chunked(value: &str) -> Option<String> {
-    let kept: Vec<&str> = value
-        .split(',')
-        .map(str::trim)
-        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("aws-chunked"))
-        .collect();
-    (!kept.is_empty()).then(|| kept.join(","))
-}
-
 /// The headers of the PutObject a form stands for.
 fn form_headers(
     request: &HeaderMap,
@@ -522,7 +511,9 @@ fn form_headers(
                     .finish();
                 ("x-amz-tagging".to_string(), encoded)
             }
-            "content-encoding" => match without_aws_chunked(&f.value) {
+            // Without `aws-chunked`, which would make the put path read
+            // the file as aws-chunked framing.
+            "content-encoding" => match super::headers::without_aws_chunked(&f.value) {
                 Some(v) => (lower, v),
                 None => continue,
             },

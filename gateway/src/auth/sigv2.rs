@@ -270,11 +270,15 @@ pub(crate) async fn verify_header(
             None => (None, String::new()),
         },
     };
-    let date = date.ok_or_else(|| {
-        S3Error::AccessDenied(
-            "AWS authentication requires a valid Date or x-amz-date header".into(),
-        )
-    })?;
+    // S3 refuses a date before the epoch as no date at all (AccessDenied),
+    // not as a skewed clock: s3-tests' `*_bad_date_before_epoch_aws2`.
+    let date = date
+        .filter(|d| *d >= OffsetDateTime::UNIX_EPOCH)
+        .ok_or_else(|| {
+            S3Error::AccessDenied(
+                "AWS authentication requires a valid Date or x-amz-date header".into(),
+            )
+        })?;
 
     let secret = lookup.secret(access_key).await?;
     if !within_skew(date, now) {
@@ -586,5 +590,66 @@ mod tests {
             authenticate(&p, &keys, now).await.unwrap_err().code(),
             "AccessDenied"
         );
+    }
+
+    /// A correctly signed request whose Date (or x-amz-date) lies before
+    /// the epoch is AccessDenied, as S3 answers it (s3-tests'
+    /// `test_object_create_bad_date_before_epoch_aws2`); a date merely far
+    /// from now stays RequestTimeTooSkewed.
+    #[tokio::test]
+    async fn dates_before_the_epoch_are_access_denied_not_skewed() {
+        let secret = "s3cr3t";
+        let keys = Keys::one("AK", secret);
+        let now = at(1_764_472_607);
+        let signed = |header: &str, date: &str| {
+            let unsigned = parts(
+                http::Request::put("/b/k")
+                    .header(header, date)
+                    .body(())
+                    .unwrap(),
+            );
+            let date_line = if header == "date" { date } else { "" };
+            let sts = string_to_sign(&unsigned, &[], date_line, "/b/k");
+            parts(
+                http::Request::put("/b/k")
+                    .header(header, date)
+                    .header(
+                        "authorization",
+                        format!("AWS AK:{}", signature(secret, &sts)),
+                    )
+                    .body(())
+                    .unwrap(),
+            )
+        };
+        for header in ["date", "x-amz-date"] {
+            for date in [
+                "Wed, 31 Dec 1969 23:59:59 GMT",
+                "Mon, 01 Jan 1900 00:00:00 GMT",
+                "Fri, 07 Jul 1950 21:53:04 GMT",
+                "Tue, 07 Jul 1950 21:53:04 GMT",
+            ] {
+                let err = authenticate(&signed(header, date), &keys, now)
+                    .await
+                    .unwrap_err();
+                assert!(
+                    matches!(err, S3Error::AccessDenied(_)),
+                    "{header}: {date}: {err:?}"
+                );
+            }
+            for date in [
+                "Thu, 01 Jan 1970 00:00:00 GMT",
+                "Fri, 31 Dec 9999 23:59:59 GMT",
+            ] {
+                let err = authenticate(&signed(header, date), &keys, now)
+                    .await
+                    .unwrap_err();
+                assert_eq!(err.code(), "RequestTimeTooSkewed", "{header}: {date}");
+            }
+        }
+        // The signature is right: the same request at its own time passes.
+        let date = "Sun, 30 Nov 2025 03:16:47 GMT";
+        authenticate(&signed("date", date), &keys, now)
+            .await
+            .unwrap();
     }
 }

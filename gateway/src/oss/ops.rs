@@ -13,7 +13,7 @@ use http::{HeaderMap, StatusCode};
 
 use super::xml::*;
 use crate::acl::{oss_name, AclView};
-use crate::api::bucket::{BucketList, BucketLocation};
+use crate::api::bucket::{BucketList, BucketLocation, BucketsQuery};
 use crate::api::delete_objects::DeleteOutcome;
 use crate::api::list::{
     encode_token, fetch_v1, non_empty, parse_encoding, Enc, Listing, V1Listing, V2Query,
@@ -22,6 +22,7 @@ use crate::api::list::{
 use crate::api::multipart::{PartsListing, PartsQuery, UploadsListing};
 use crate::api::{set_header, xml_response, ApiResult, Ctx, ObjectFacts, OwnerNames};
 use crate::error::S3Error;
+use crate::router::Query;
 use crate::xml::{quote_etag, render};
 
 /// Pages read per GetBucketStat walk step.
@@ -72,11 +73,49 @@ fn doc(root: &str, value: &impl serde::Serialize) -> Result<Response, S3Error> {
     Ok(xml_response(StatusCode::OK, render(root, value)?))
 }
 
+/// OSS's ListBuckets page: `max-keys` 100 by default, at most 1000.
+pub const OSS_DEFAULT_BUCKETS: usize = 100;
+pub const OSS_MAX_BUCKETS: usize = 1000;
+
+/// The paging parameters of an OSS ListBuckets.
+const OSS_PAGING_PARAMS: [&str; 3] = ["prefix", "marker", "max-keys"];
+
+/// OSS's ListBuckets parameters: `prefix`, `marker` (list names after
+/// it) and `max-keys` (1..=1000, else InvalidArgument). OSS always pages,
+/// 100 buckets by default; oss2 sends all three, empty when unused.
+pub fn buckets_query(q: &Query) -> Result<BucketsQuery, S3Error> {
+    let max = match q.get("max-keys").filter(|m| !m.is_empty()) {
+        None => OSS_DEFAULT_BUCKETS,
+        Some(raw) => match raw.trim().parse::<usize>() {
+            Ok(n) if (1..=OSS_MAX_BUCKETS).contains(&n) => n,
+            _ => {
+                return Err(S3Error::InvalidArgument(format!(
+                    "max-keys must be an integer between 1 and {OSS_MAX_BUCKETS}"
+                )))
+            }
+        },
+    };
+    Ok(BucketsQuery {
+        prefix: non_empty(q.get("prefix")),
+        after: non_empty(q.get("marker")),
+        region: None,
+        max: Some(max),
+    })
+}
+
 pub fn list_buckets(ctx: &Ctx, list: BucketList) -> Result<Response, S3Error> {
     let ep = endpoint(ctx);
+    let paged = OSS_PAGING_PARAMS.iter().any(|p| ctx.query.has(p));
+    let next_marker = list.next_after().map(str::to_string);
+    let query = &list.query;
     doc(
         "ListAllMyBucketsResult",
         &ListAllMyBucketsResult {
+            prefix: paged.then(|| query.prefix.clone().unwrap_or_default()),
+            marker: paged.then(|| query.after.clone().unwrap_or_default()),
+            max_keys: if paged { query.max } else { None },
+            is_truncated: (paged || list.is_truncated).then_some(list.is_truncated),
+            next_marker,
             owner: list.owner,
             buckets: Buckets {
                 bucket: list

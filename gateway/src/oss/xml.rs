@@ -38,8 +38,21 @@ pub fn location(region: &str) -> String {
 
 // ---- service ----
 
+/// OSS's ListBuckets (GetService): the paging elements come first, and
+/// only when the request paged (`Prefix`, `Marker`, `MaxKeys`) or the
+/// page is truncated (`IsTruncated`, `NextMarker`).
 #[derive(Serialize, Debug)]
 pub struct ListAllMyBucketsResult {
+    #[serde(rename = "Prefix", skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    #[serde(rename = "Marker", skip_serializing_if = "Option::is_none")]
+    pub marker: Option<String>,
+    #[serde(rename = "MaxKeys", skip_serializing_if = "Option::is_none")]
+    pub max_keys: Option<usize>,
+    #[serde(rename = "IsTruncated", skip_serializing_if = "Option::is_none")]
+    pub is_truncated: Option<bool>,
+    #[serde(rename = "NextMarker", skip_serializing_if = "Option::is_none")]
+    pub next_marker: Option<String>,
     #[serde(rename = "Owner")]
     pub owner: Owner,
     #[serde(rename = "Buckets")]

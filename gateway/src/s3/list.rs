@@ -4,7 +4,7 @@
 use godwit_common::types::{ListObjectsPage, ListVersionsPage, ObjectVersion};
 use http::StatusCode;
 
-use crate::api::list::{encode_token, fetch_v1, Enc, V1Listing, V2Query, VersionsQuery};
+use crate::api::list::{encode_token, fetch_v1, Enc, Listing, V1Listing, V2Query, VersionsQuery};
 use crate::api::{xml_response, ApiResult, Ctx, OwnerNames};
 use crate::body::checksum::{get_checksum, Algo};
 use crate::error::S3Error;
@@ -99,11 +99,30 @@ pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
     let owners = ctx
         .owner_names(page.objects.iter().map(|v| v.owner.clone()).collect())
         .await?;
+    let doc = v1_result(ctx.bucket(), &list, marker.as_deref(), &owners, page);
+    Ok(xml_response(
+        StatusCode::OK,
+        render("ListBucketResult", &doc)?,
+    ))
+}
+
+/// The ListObjects (v1) document. With `encoding-type=url` S3 encodes
+/// the keys, common prefixes, Delimiter, Marker and NextMarker of a v1
+/// listing, but not its top-level Prefix: botocore's `decode_list_object`
+/// decodes exactly those fields (and v2's Prefix, which S3 does encode),
+/// so an encoded v1 Prefix would reach a boto3 caller still encoded.
+pub(crate) fn v1_result(
+    bucket: &str,
+    list: &Listing,
+    marker: Option<&str>,
+    owners: &OwnerNames,
+    page: ListObjectsPage,
+) -> ListBucketResult {
     let enc = &list.enc;
-    let doc = ListBucketResult {
-        name: ctx.bucket().to_string(),
-        prefix: enc.s(&list.prefix),
-        marker: Some(enc.s(marker.as_deref().unwrap_or_default())),
+    ListBucketResult {
+        name: bucket.to_string(),
+        prefix: list.prefix.clone(),
+        marker: Some(enc.s(marker.unwrap_or_default())),
         next_marker: page
             .is_truncated
             .then(|| enc.opt(page.next_marker.as_deref()))
@@ -115,15 +134,11 @@ pub async fn list_objects_v1(ctx: &Ctx) -> ApiResult {
         contents: page
             .objects
             .iter()
-            .map(|v| entry(v, enc, Some(&owners)))
+            .map(|v| entry(v, enc, Some(owners)))
             .collect(),
         common_prefixes: enc.prefixes(&page.common_prefixes),
         ..Default::default()
-    };
-    Ok(xml_response(
-        StatusCode::OK,
-        render("ListBucketResult", &doc)?,
-    ))
+    }
 }
 
 pub async fn list_versions(ctx: &Ctx) -> ApiResult {

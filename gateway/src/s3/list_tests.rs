@@ -179,6 +179,92 @@ fn empty_versions_result_has_no_entries() {
     );
 }
 
+/// The fields of each listing that `encoding-type=url` encodes are the
+/// ones botocore's `decode_list_object*` handlers decode: v1 leaves its
+/// top-level Prefix alone; v2 and ListObjectVersions encode theirs.
+#[test]
+fn url_encoding_covers_exactly_the_fields_botocore_decodes() {
+    let odd = "a b\n+";
+    let encoded = "a%20b%0A%2B";
+    let listing = Listing {
+        max: 1,
+        enc: Enc(true),
+        prefix: odd.into(),
+        delimiter: Some(odd.into()),
+    };
+    let page = ListObjectsPage {
+        objects: vec![obj(odd, "null", true, false)],
+        common_prefixes: vec![odd.into()],
+        is_truncated: true,
+        next_marker: Some(odd.into()),
+    };
+    let v1 = v1_result("bkt", &listing, Some(odd), &OwnerNames::default(), page);
+    assert_eq!(v1.prefix, odd, "v1 Prefix is not encoded");
+    assert_eq!(v1.delimiter.as_deref(), Some(encoded));
+    assert_eq!(v1.marker.as_deref(), Some(encoded));
+    assert_eq!(v1.next_marker.as_deref(), Some(encoded));
+    assert_eq!(v1.contents[0].key, encoded);
+    assert_eq!(v1.common_prefixes[0].prefix, encoded);
+    let xml = render("ListBucketResult", &v1).unwrap();
+    assert!(xml.contains("<Prefix>a b\n+</Prefix>"), "{xml}");
+    assert!(xml.contains("<EncodingType>url</EncodingType>"), "{xml}");
+
+    let page = ListObjectsPage {
+        objects: vec![obj(odd, "null", true, false)],
+        common_prefixes: vec![odd.into()],
+        ..Default::default()
+    };
+    let v2 = v2_result(
+        "bkt",
+        odd,
+        Some(odd.into()),
+        Some("tok"),
+        Some(odd.into()),
+        1,
+        None,
+        &Enc(true),
+        page,
+    );
+    assert_eq!(v2.prefix, encoded);
+    assert_eq!(v2.delimiter.as_deref(), Some(encoded));
+    assert_eq!(v2.start_after.as_deref(), Some(encoded));
+    assert_eq!(v2.continuation_token.as_deref(), Some("tok"));
+    assert_eq!(v2.contents[0].key, encoded);
+    assert_eq!(v2.common_prefixes[0].prefix, encoded);
+
+    let page = ListVersionsPage {
+        versions: vec![obj(odd, "v2", true, true), obj(odd, "v1", false, false)],
+        common_prefixes: vec![odd.into()],
+        is_truncated: true,
+        next_key_marker: Some(odd.into()),
+        next_version_id_marker: Some("v1".into()),
+    };
+    let versions = versions_result(
+        "bkt",
+        odd,
+        Some(odd.into()),
+        Some(odd.into()),
+        Some("v9".into()),
+        2,
+        &Enc(true),
+        &OwnerNames::default(),
+        page,
+    );
+    assert_eq!(versions.prefix, encoded);
+    assert_eq!(versions.delimiter.as_deref(), Some(encoded));
+    assert_eq!(versions.key_marker, encoded);
+    assert_eq!(versions.next_key_marker.as_deref(), Some(encoded));
+    assert_eq!(versions.version_id_marker, "v9");
+    assert_eq!(versions.common_prefixes[0].prefix, encoded);
+    for entry in &versions.entries {
+        let key = match entry {
+            VersionListEntry::Version(v) => &v.key,
+            VersionListEntry::DeleteMarker(m) => &m.key,
+        };
+        assert_eq!(key, encoded);
+    }
+}
+
 /// `<X/>` and `<X></X>` are the same element.
 fn normalize(xml: &str) -> String {
     let mut out = String::new();

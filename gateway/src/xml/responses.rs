@@ -75,6 +75,12 @@ pub struct ListAllMyBucketsResult {
     pub owner: Owner,
     #[serde(rename = "Buckets")]
     pub buckets: Buckets,
+    /// Where the next page starts, when more buckets remain.
+    #[serde(rename = "ContinuationToken", skip_serializing_if = "Option::is_none")]
+    pub continuation_token: Option<String>,
+    /// The request's `prefix`, echoed when it sent one.
+    #[serde(rename = "Prefix", skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
 }
 
 #[derive(Serialize, Debug)]
@@ -495,6 +501,66 @@ pub struct DeleteError {
     pub code: String,
     #[serde(rename = "Message")]
     pub message: String,
+}
+
+// ---- GetObjectAttributes ----
+
+/// Elements in the order of AWS's response syntax; each attribute only
+/// when asked for (and the object has it).
+#[derive(Serialize, Debug)]
+pub struct GetObjectAttributesResponse {
+    #[serde(rename = "@xmlns")]
+    pub xmlns: Ns,
+    /// Bare, without the quotes of every other ETag S3 shows.
+    #[serde(rename = "ETag", skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    #[serde(rename = "Checksum", skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<AttributesChecksum>,
+    #[serde(rename = "ObjectParts", skip_serializing_if = "Option::is_none")]
+    pub object_parts: Option<AttributesParts>,
+    #[serde(rename = "StorageClass", skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<&'static str>,
+    #[serde(rename = "ObjectSize", skip_serializing_if = "Option::is_none")]
+    pub object_size: Option<u64>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct AttributesChecksum {
+    #[serde(flatten)]
+    pub checksums: ChecksumElems,
+    /// COMPOSITE or FULL_OBJECT.
+    #[serde(rename = "ChecksumType")]
+    pub checksum_type: &'static str,
+}
+
+#[derive(Serialize, Debug)]
+pub struct AttributesParts {
+    #[serde(rename = "IsTruncated")]
+    pub is_truncated: bool,
+    #[serde(rename = "MaxParts")]
+    pub max_parts: usize,
+    #[serde(
+        rename = "NextPartNumberMarker",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub next_part_number_marker: Option<u32>,
+    #[serde(rename = "PartNumberMarker")]
+    pub part_number_marker: u32,
+    #[serde(rename = "Part")]
+    pub parts: Vec<AttributesPart>,
+    /// All parts of the object (boto3's `TotalPartsCount`).
+    #[serde(rename = "PartsCount")]
+    pub parts_count: usize,
+}
+
+#[derive(Serialize, Debug)]
+pub struct AttributesPart {
+    #[serde(flatten)]
+    pub checksums: ChecksumElems,
+    #[serde(rename = "PartNumber")]
+    pub part_number: u32,
+    #[serde(rename = "Size")]
+    pub size: u64,
 }
 
 /// GetBucketPolicyStatus.
