@@ -161,6 +161,15 @@ fn implemented_endpoints() {
         ("DELETE", "/b/k?tagging", false, DeleteObjectTagging),
         ("GET", "/b/k?tagging&versionId=v1", false, GetObjectTagging),
         ("POST", "/b", false, PostObject),
+        ("GET", "/b?cors", false, GetBucketCors),
+        ("PUT", "/b?cors", false, PutBucketCors),
+        ("DELETE", "/b?cors", false, DeleteBucketCors),
+        ("GET", "/b?tagging", false, GetBucketTagging),
+        ("PUT", "/b?tagging", false, PutBucketTagging),
+        ("DELETE", "/b?tagging", false, DeleteBucketTagging),
+        ("DELETE", "/b?tagging=k1,k2", false, DeleteBucketTagging),
+        ("OPTIONS", "/b/k", false, Options),
+        ("OPTIONS", "/b", false, Options),
     ];
     for (method, uri, copy, want) in cases {
         let got = route(method, uri, copy).unwrap();
@@ -182,9 +191,6 @@ fn unimplemented_endpoints_are_variants() {
             DeleteBucketAnalyticsConfiguration,
         ),
         ("GET", "/b?analytics", ListBucketAnalyticsConfigurations),
-        ("GET", "/b?cors", GetBucketCors),
-        ("PUT", "/b?cors", PutBucketCors),
-        ("DELETE", "/b?cors", DeleteBucketCors),
         ("GET", "/b?encryption", GetBucketEncryption),
         ("PUT", "/b?encryption", PutBucketEncryption),
         ("DELETE", "/b?encryption", DeleteBucketEncryption),
@@ -237,9 +243,6 @@ fn unimplemented_endpoints_are_variants() {
         ("GET", "/b?policyStatus", GetBucketPolicyStatus),
         ("GET", "/b?requestPayment", GetBucketRequestPayment),
         ("PUT", "/b?requestPayment", PutBucketRequestPayment),
-        ("GET", "/b?tagging", GetBucketTagging),
-        ("PUT", "/b?tagging", PutBucketTagging),
-        ("DELETE", "/b?tagging", DeleteBucketTagging),
         ("GET", "/b?website", GetBucketWebsite),
         ("PUT", "/b?website", PutBucketWebsite),
         ("DELETE", "/b?website", DeleteBucketWebsite),
@@ -254,7 +257,6 @@ fn unimplemented_endpoints_are_variants() {
         ("POST", "/b/k?restore", RestoreObject),
         ("POST", "/b/k?select&select-type=2", SelectObjectContent),
         ("POST", "/?WriteGetObjectResponse", WriteGetObjectResponse),
-        ("OPTIONS", "/b/k", Options),
     ];
     for (method, uri, want) in cases {
         let got = ok(method, uri);

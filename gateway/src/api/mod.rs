@@ -16,8 +16,10 @@
 pub mod access;
 pub mod bucket;
 pub mod bucket_cache;
+pub mod bucket_tagging;
 pub mod conditions;
 pub mod copy;
+pub mod cors;
 pub mod delete_objects;
 pub mod headers;
 pub mod list;

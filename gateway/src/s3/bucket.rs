@@ -1,7 +1,9 @@
-//! The S3 documents of ListBuckets and GetBucketLocation, from the typed
-//! results of `api::bucket`.
+//! The S3 documents of ListBuckets, GetBucketLocation, GetBucketCors and
+//! GetBucketTagging, from the typed results of `api::bucket`,
+//! `api::cors` and `api::bucket_tagging`.
 
 use axum::response::Response;
+use godwit_common::bucket_config::{CorsConfiguration, Tag};
 use http::StatusCode;
 
 use crate::api::bucket::{BucketList, BucketLocation, US_EAST_1};
@@ -47,5 +49,21 @@ pub fn location(location: BucketLocation) -> Result<Response, S3Error> {
     Ok(xml_response(
         StatusCode::OK,
         render("LocationConstraint", &doc)?,
+    ))
+}
+
+pub fn cors(cfg: CorsConfiguration) -> Result<Response, S3Error> {
+    Ok(xml_response(
+        StatusCode::OK,
+        crate::xml::cors::render_cors(&cfg)?,
+    ))
+}
+
+/// A bucket without tags is NoSuchTagSet.
+pub fn tagging(tags: Option<Vec<Tag>>) -> Result<Response, S3Error> {
+    let tags = tags.ok_or(S3Error::NoSuchTagSet)?;
+    Ok(xml_response(
+        StatusCode::OK,
+        crate::xml::tagging::render_tag_list(&tags)?,
     ))
 }
