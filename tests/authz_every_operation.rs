@@ -258,7 +258,7 @@ const SAMPLES: &[Sample] = &[
     ("WriteGetObjectResponse", "POST", Service, "WriteGetObjectResponse",
         &[("x-amz-request-route", "route"), ("x-amz-request-token", "token")], "body"),
     // A CORS preflight (signed here): answered before authorization, and
-    // refused while Godwit has no CORS configurations.
+    // refused since the victim has no CORS rules.
     ("Options", "OPTIONS", Object, "",
         &[("origin", "https://evil.example"), ("access-control-request-method", "PUT")], ""),
 ];
@@ -483,6 +483,8 @@ async fn snapshot(root: &S3, bucket: &str, upload: &str) -> BTreeMap<String, Str
         format!("/{bucket}/{}", encode(OTHER)),
         format!("/{bucket}/{}?tagging", encode(OTHER)),
         format!("/{bucket}?replication"),
+        format!("/{bucket}?cors"),
+        format!("/{bucket}?tagging"),
         format!("/{bucket}?acl"),
         format!("/{bucket}?location"),
     ];
@@ -684,7 +686,7 @@ async fn every_operation_on_another_accounts_bucket_is_denied() {
         let head = method == "HEAD";
         let (status, code) = outcome(r, head).await;
         // A CORS preflight is answered before authorization, as on S3:
-        // without a CORS configuration it is refused all the same.
+        // the victim has no CORS rules, so it is refused all the same.
         let want = match name {
             "Options" => "AccessForbidden",
             _ => "AccessDenied",

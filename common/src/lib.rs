@@ -11,6 +11,7 @@
 pub mod access;
 pub mod block_api;
 pub mod block_token;
+pub mod bucket_config;
 pub mod clock;
 pub mod cluster;
 pub mod codec;

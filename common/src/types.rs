@@ -43,6 +43,13 @@ pub struct BucketInfo {
     /// ACL, object ownership and public access block.
     #[serde(default)]
     pub access: crate::access::BucketAccess,
+    /// Configuration documents (CORS, tags, ...), each validated by the
+    /// gateway before it stored it.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::bucket_config::BucketConfig::is_empty"
+    )]
+    pub config: crate::bucket_config::BucketConfig,
 }
 
 /// Standard content headers stored with an object and returned on GET/HEAD.

@@ -34,6 +34,7 @@ async fn old_node(State(seen): State<Seen>, body: Bytes) -> Response {
                 owner: String::new(),
                 policy: None,
                 access: Default::default(),
+                config: Default::default(),
             }));
             axum::Json(answer).into_response()
         }

@@ -557,6 +557,7 @@ mod tests {
             owner: String::new(),
             policy: Some(policy.into()),
             access: Default::default(),
+            config: Default::default(),
         })
     }
 

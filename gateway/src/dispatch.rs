@@ -7,8 +7,8 @@ use axum::body::Body;
 use axum::response::Response;
 
 use crate::api::{
-    access, attributes, bucket, copy, delete_objects, multipart, object, post_object, tagging,
-    ApiResult, Ctx,
+    access, attributes, bucket, bucket_tagging, copy, cors, delete_objects, multipart, object,
+    post_object, tagging, ApiResult, Ctx,
 };
 use crate::dialect::Dialect;
 use crate::error::S3Error;
@@ -148,6 +148,41 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         PutObjectTagging => tagging::put_object_tagging(&ctx, body).await,
         DeleteObjectTagging => tagging::delete_object_tagging(&ctx).await,
         GetObjectAttributes => attributes::get_object_attributes(&ctx).await,
+        GetBucketCors => Ok(render(
+            &ctx,
+            cors::get_bucket_cors(&ctx).await?,
+            s3::bucket::cors,
+            oss::bucket_config::render_cors,
+        )?),
+        PutBucketCors => {
+            let schema = match ctx.dialect {
+                Dialect::S3 => &crate::xml::cors::S3_CORS,
+                Dialect::Oss => &oss::bucket_config::OSS_CORS,
+            };
+            cors::put_bucket_cors(&ctx, body, schema).await
+        }
+        DeleteBucketCors => cors::delete_bucket_cors(&ctx).await,
+        GetBucketTagging => Ok(render(
+            &ctx,
+            bucket_tagging::get_bucket_tagging(&ctx).await?,
+            s3::bucket::tagging,
+            oss::bucket_config::render_tags,
+        )?),
+        PutBucketTagging => {
+            let check: bucket_tagging::TagCheck = match ctx.dialect {
+                Dialect::S3 => crate::xml::tagging::validate_bucket_tags,
+                Dialect::Oss => oss::bucket_config::check_tags,
+            };
+            bucket_tagging::put_bucket_tagging(&ctx, body, check).await
+        }
+        // OSS may name the keys to remove (`?tagging=k1,k2`).
+        DeleteBucketTagging if ctx.dialect.is_oss() => {
+            oss::bucket_config::delete_bucket_tags(&ctx).await
+        }
+        DeleteBucketTagging => bucket_tagging::delete_bucket_tagging(&ctx).await,
+        // A CORS preflight, answered before authorization (it never
+        // carries credentials).
+        Options => cors::preflight(&ctx).await,
 
         // Named so that the surface is visible here; none is offered yet.
         GetBucketAccelerateConfiguration
@@ -156,9 +191,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | PutBucketAnalyticsConfiguration
         | DeleteBucketAnalyticsConfiguration
         | ListBucketAnalyticsConfigurations
-        | GetBucketCors
-        | PutBucketCors
-        | DeleteBucketCors
         | GetBucketEncryption
         | PutBucketEncryption
         | DeleteBucketEncryption
@@ -183,9 +215,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | PutBucketNotificationConfiguration
         | GetBucketRequestPayment
         | PutBucketRequestPayment
-        | GetBucketTagging
-        | PutBucketTagging
-        | DeleteBucketTagging
         | GetBucketWebsite
         | PutBucketWebsite
         | DeleteBucketWebsite
@@ -200,23 +229,7 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | AppendObject
         | SelectObjectContent
         | WriteGetObjectResponse => Err(S3Error::NotImplemented.into()),
-        // A CORS preflight, answered before authorization (it never
-        // carries credentials): Godwit has no CORS configurations yet, so
-        // every preflight is refused as S3 refuses one for a bucket
-        // without CORS.
-        Options => Err(cors_preflight(&ctx)),
     }
-}
-
-/// S3's answer to a preflight on a bucket without a CORS configuration.
-fn cors_preflight(ctx: &Ctx) -> crate::api::ApiError {
-    if ctx.header("origin").is_none() {
-        return S3Error::BadRequest(
-            "Insufficient information. Origin request header needed.".into(),
-        )
-        .into();
-    }
-    S3Error::AccessForbidden("CORSResponse: CORS is not enabled for this bucket.".into()).into()
 }
 
 /// A handler's typed result, rendered in the request's dialect.

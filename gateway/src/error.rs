@@ -50,11 +50,11 @@ pub enum S3Error {
     MissingContentLength,
 
     // ---- request shape ----
-    /// A CORS preflight the bucket's (absent) CORS configuration does not
-    /// allow.
+    /// A CORS preflight that the bucket's CORS configuration (or its
+    /// absence) does not allow.
     #[error("{0}")]
     AccessForbidden(String),
-    /// A CORS preflight without the headers it needs.
+    /// A CORS preflight without the headers it needs; too many bucket tags.
     #[error("{0}")]
     BadRequest(String),
     #[error("{0}")]
@@ -154,6 +154,12 @@ pub enum S3Error {
     InvalidPartOrder,
     #[error("The replication configuration was not found")]
     ReplicationConfigurationNotFoundError,
+    /// GetBucketCors on a bucket without CORS rules.
+    #[error("The CORS configuration does not exist")]
+    NoSuchCORSConfiguration,
+    /// GetBucketTagging on a bucket without tags.
+    #[error("The TagSet does not exist")]
+    NoSuchTagSet,
     /// OSS: `x-oss-forbid-overwrite: true` and the key exists.
     #[error("The object you specified already exists and can not be overwritten.")]
     FileAlreadyExists,
@@ -247,6 +253,8 @@ impl S3Error {
             InvalidPart(_) => "InvalidPart",
             InvalidPartOrder => "InvalidPartOrder",
             ReplicationConfigurationNotFoundError => "ReplicationConfigurationNotFoundError",
+            NoSuchCORSConfiguration => "NoSuchCORSConfiguration",
+            NoSuchTagSet => "NoSuchTagSet",
             FileAlreadyExists => "FileAlreadyExists",
             NoSuchReplicationConfiguration => "NoSuchReplicationConfiguration",
             NoSuchReplicationRule => "NoSuchReplicationRule",
@@ -314,6 +322,8 @@ impl S3Error {
             | NoSuchUpload
             | NoSuchBucketPolicy
             | ReplicationConfigurationNotFoundError
+            | NoSuchCORSConfiguration
+            | NoSuchTagSet
             | NoSuchReplicationConfiguration
             | NoSuchReplicationRule => StatusCode::NOT_FOUND,
             BucketAlreadyOwnedByYou | BucketAlreadyExists | BucketNotEmpty | FileAlreadyExists => {

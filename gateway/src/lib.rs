@@ -254,6 +254,17 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
         )
     });
     let operation = endpoint.as_ref().map(|e| e.name()).unwrap_or("Unknown");
+    // A cross-origin request's answer carries the bucket's CORS headers,
+    // success or error (`api::cors`); a preflight answers them itself.
+    let cors_origin = match parts.method {
+        Method::OPTIONS => None,
+        _ => parts
+            .headers
+            .get(http::header::ORIGIN)
+            .and_then(|v| v.to_str().ok())
+            .filter(|o| !o.is_empty())
+            .map(|o| (o.to_string(), parts.method.clone())),
+    };
 
     let span = tracing::info_span!(
         "s3",
@@ -302,7 +313,8 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
         let form_authorizes_itself =
             endpoint == router::Endpoint::PostObject && authz::is_anonymous(&caller);
         // A CORS preflight is answered without authorization (browsers
-        // send it without credentials); it reads and changes nothing.
+        // send it without credentials); it reads only the bucket's CORS
+        // rules and changes nothing (`api::cors`).
         let preflight = endpoint == router::Endpoint::Options;
         if !form_authorizes_itself && !preflight {
             authz::authorize(&gw, &access).await?;
@@ -343,6 +355,9 @@ async fn handle(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
             oss::wire::finish(resp, &request_id).await
         }
     };
+    if let (Some((origin, method)), Some(bucket)) = (&cors_origin, err_bucket.as_deref()) {
+        api::cors::add_response_headers(&gw, bucket, origin, method, resp.headers_mut()).await;
+    }
     if dialect == Dialect::S3 {
         let headers = resp.headers_mut();
         if let Ok(v) = HeaderValue::from_str(&request_id) {

@@ -255,6 +255,12 @@ endpoints! {
     GetBucketInfo,
     /// OSS `GET /bucket?stat`.
     GetBucketStat,
+    GetBucketCors,
+    PutBucketCors,
+    DeleteBucketCors,
+    GetBucketTagging,
+    PutBucketTagging,
+    DeleteBucketTagging,
 
     // ---- buckets: not implemented ----
     PutBucketAcl,
@@ -264,9 +270,6 @@ endpoints! {
     PutBucketAnalyticsConfiguration,
     DeleteBucketAnalyticsConfiguration,
     ListBucketAnalyticsConfigurations,
-    GetBucketCors,
-    PutBucketCors,
-    DeleteBucketCors,
     GetBucketEncryption,
     PutBucketEncryption,
     DeleteBucketEncryption,
@@ -298,9 +301,6 @@ endpoints! {
     GetBucketPolicyStatus,
     GetBucketRequestPayment,
     PutBucketRequestPayment,
-    GetBucketTagging,
-    PutBucketTagging,
-    DeleteBucketTagging,
     GetBucketWebsite,
     PutBucketWebsite,
     DeleteBucketWebsite,
@@ -344,7 +344,9 @@ endpoints! {
     AppendObject,
     SelectObjectContent,
     WriteGetObjectResponse,
-    /// CORS preflight.
+
+    // ---- CORS preflight (implemented) ----
+    /// `OPTIONS` on a bucket or an object.
     Options,
 }
 
@@ -403,6 +405,13 @@ impl Endpoint {
                 | GetBucketStat
                 | GetObjectMeta
                 | GetObjectAttributes
+                | GetBucketCors
+                | PutBucketCors
+                | DeleteBucketCors
+                | GetBucketTagging
+                | PutBucketTagging
+                | DeleteBucketTagging
+                | Options
         )
     }
 }

@@ -168,6 +168,15 @@ fn implemented_endpoints() {
             false,
             GetObjectAttributes,
         ),
+        ("GET", "/b?cors", false, GetBucketCors),
+        ("PUT", "/b?cors", false, PutBucketCors),
+        ("DELETE", "/b?cors", false, DeleteBucketCors),
+        ("GET", "/b?tagging", false, GetBucketTagging),
+        ("PUT", "/b?tagging", false, PutBucketTagging),
+        ("DELETE", "/b?tagging", false, DeleteBucketTagging),
+        ("DELETE", "/b?tagging=k1,k2", false, DeleteBucketTagging),
+        ("OPTIONS", "/b/k", false, Options),
+        ("OPTIONS", "/b", false, Options),
     ];
     for (method, uri, copy, want) in cases {
         let got = route(method, uri, copy).unwrap();
@@ -189,9 +198,6 @@ fn unimplemented_endpoints_are_variants() {
             DeleteBucketAnalyticsConfiguration,
         ),
         ("GET", "/b?analytics", ListBucketAnalyticsConfigurations),
-        ("GET", "/b?cors", GetBucketCors),
-        ("PUT", "/b?cors", PutBucketCors),
-        ("DELETE", "/b?cors", DeleteBucketCors),
         ("GET", "/b?encryption", GetBucketEncryption),
         ("PUT", "/b?encryption", PutBucketEncryption),
         ("DELETE", "/b?encryption", DeleteBucketEncryption),
@@ -244,9 +250,6 @@ fn unimplemented_endpoints_are_variants() {
         ("GET", "/b?policyStatus", GetBucketPolicyStatus),
         ("GET", "/b?requestPayment", GetBucketRequestPayment),
         ("PUT", "/b?requestPayment", PutBucketRequestPayment),
-        ("GET", "/b?tagging", GetBucketTagging),
-        ("PUT", "/b?tagging", PutBucketTagging),
-        ("DELETE", "/b?tagging", DeleteBucketTagging),
         ("GET", "/b?website", GetBucketWebsite),
         ("PUT", "/b?website", PutBucketWebsite),
         ("DELETE", "/b?website", DeleteBucketWebsite),
@@ -260,7 +263,6 @@ fn unimplemented_endpoints_are_variants() {
         ("POST", "/b/k?restore", RestoreObject),
         ("POST", "/b/k?select&select-type=2", SelectObjectContent),
         ("POST", "/?WriteGetObjectResponse", WriteGetObjectResponse),
-        ("OPTIONS", "/b/k", Options),
     ];
     for (method, uri, want) in cases {
         let got = ok(method, uri);

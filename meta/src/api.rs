@@ -598,6 +598,13 @@ impl ObjectMeta for MetaNode {
                     r => return Err(unexpected(r)),
                 }
             }
+            Q::ChangeBucketConfig { bucket, change } => {
+                let cmd = Command::ChangeBucketConfig { bucket, change };
+                match self.write(cmd).await? {
+                    Reply::Bucket(b) => A::Bucket(b),
+                    r => return Err(unexpected(r)),
+                }
+            }
             Q::PutObjectAcl {
                 bucket,
                 key,

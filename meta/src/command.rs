@@ -222,6 +222,13 @@ pub enum Command {
         bucket: String,
         change: godwit_common::access::AccessChange,
     },
+    /// Replaces or removes one configuration document of a bucket
+    /// (`BucketConfig::apply`). A build from before bucket configurations
+    /// cannot read this entry.
+    ChangeBucketConfig {
+        bucket: String,
+        change: godwit_common::bucket_config::ConfigChange,
+    },
     PutRemote {
         remote: RemoteInfo,
     },
@@ -378,6 +385,7 @@ impl Command {
             Command::PutObjectTags { .. } => "put_object_tags",
             Command::PutObjectAcl { .. } => "put_object_acl",
             Command::ChangeBucketAccess { .. } => "change_bucket_access",
+            Command::ChangeBucketConfig { .. } => "change_bucket_config",
             Command::PutRemote { .. } => "put_remote",
             Command::DeleteRemote { .. } => "delete_remote",
             Command::LeaseTasks { .. } => "lease_tasks",

@@ -718,10 +718,10 @@ def test_presigned_url_of_other_account_is_refused(server, alice_s3, bob, alice_
 
 
 UNIMPLEMENTED = {
-    "get-bucket-cors": lambda c, b: c.get_bucket_cors(Bucket=b),
-    "put-bucket-cors": lambda c, b: c.put_bucket_cors(
+    "get-bucket-logging": lambda c, b: c.get_bucket_logging(Bucket=b),
+    "put-bucket-request-payment": lambda c, b: c.put_bucket_request_payment(
         Bucket=b,
-        CORSConfiguration={"CORSRules": [{"AllowedMethods": ["GET"], "AllowedOrigins": ["*"]}]},
+        RequestPaymentConfiguration={"Payer": "Requester"},
     ),
     "get-bucket-website": lambda c, b: c.get_bucket_website(Bucket=b),
 }

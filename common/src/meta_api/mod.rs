@@ -134,6 +134,7 @@ mod tests {
             owner: "o".into(),
             policy: None,
             access: Default::default(),
+            config: Default::default(),
         }));
         let back: MetaResult<ObjectResponse> =
             codec::decode(&codec::encode(codec::Format::Packed, &ok)).unwrap();

@@ -33,6 +33,7 @@ request_enum! {
         SetVersioning { bucket: String, state: VersioningState },
         SetBucketPolicy { bucket: String, policy: Option<String> },
         ChangeBucketAccess { bucket: String, change: crate::access::AccessChange },
+        ChangeBucketConfig { bucket: String, change: crate::bucket_config::ConfigChange },
         PutObject { obj: Box<NewObject> },
         GetObject { bucket: String, key: String, version_id: Option<String> },
         DeleteObject { bucket: String, key: String, version_id: Option<String> },
@@ -202,6 +203,21 @@ pub trait ObjectMeta: Send + Sync + 'static {
         change: crate::access::AccessChange,
     ) -> MetaResult<BucketInfo> {
         let req = ObjectRequest::ChangeBucketAccess {
+            bucket: bucket.into(),
+            change,
+        };
+        ask!(self, req => ObjectResponse::Bucket)
+    }
+
+    /// Replaces or removes one of a bucket's configuration documents
+    /// (CORS, tags, ...), which the caller has validated; returns the
+    /// bucket as changed. `NoSuchBucket`.
+    async fn change_bucket_config(
+        &self,
+        bucket: &str,
+        change: crate::bucket_config::ConfigChange,
+    ) -> MetaResult<BucketInfo> {
+        let req = ObjectRequest::ChangeBucketConfig {
             bucket: bucket.into(),
             change,
         };

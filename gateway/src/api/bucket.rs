@@ -4,6 +4,7 @@
 //! dialect renders its own way (`s3::bucket`, `s3::acl`, `oss::ops`).
 
 use axum::body::Body;
+use godwit_common::bucket_config::ConfigChange;
 use godwit_common::types::{BucketInfo, VersioningState};
 use http::StatusCode;
 
@@ -196,6 +197,22 @@ pub async fn put_versioning(ctx: &Ctx, body: Body) -> ApiResult {
     Ok(empty_response(StatusCode::OK))
 }
 
+// ---- configuration documents ----
+
+/// Replaces or removes one of the bucket's configuration documents (the
+/// caller validated it), and drops this gateway's cached record so that
+/// its next request (a preflight, a CORS header) sees the change; other
+/// gateways see it within `bucket_cache::BUCKET_TTL`.
+pub async fn change_config(ctx: &Ctx, change: ConfigChange) -> Result<BucketInfo, S3Error> {
+    let info = ctx
+        .gw
+        .meta
+        .change_bucket_config(ctx.bucket(), change)
+        .await?;
+    ctx.gw.buckets.invalidate(ctx.bucket());
+    Ok(info)
+}
+
 // ---- bucket policies ----
 
 /// The largest policy body read: S3's 20 KiB limit does not count
@@ -273,6 +290,7 @@ mod tests {
             owner: String::new(),
             policy: None,
             access: Default::default(),
+            config: Default::default(),
         }
     }
 

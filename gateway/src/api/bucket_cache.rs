@@ -110,6 +110,7 @@ mod tests {
                     owner: String::new(),
                     policy: None,
                     access: Default::default(),
+                    config: Default::default(),
                 })),
                 None => Err(MetaError::NoSuchBucket),
             }

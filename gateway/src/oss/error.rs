@@ -68,6 +68,8 @@ pub fn ec(err: &S3Error) -> &'static str {
         S3Error::InvalidAccessKeyId => "0002-00000902",
         // The account lacks the permission for the operation.
         S3Error::AccessDenied(_) => "0003-00000001",
+        // GetBucketCors of a bucket without CORS rules.
+        S3Error::NoSuchCORSConfiguration => "0034-00000001",
         _ => FALLBACK_EC,
     }
 }

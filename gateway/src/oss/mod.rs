@@ -9,12 +9,15 @@
 //! (`wire::rules`) and adds the OSS object headers (`wire`), renders
 //! OSS errors (`error`), renders the typed results of `api` whose OSS
 //! documents differ in shape from S3's and answers the OSS-only bucket
-//! descriptions (`ops`, `xml`), and serves the OSS replication API
-//! (`replication`, `replication_xml`). It never imports `s3`.
+//! descriptions (`ops`, `xml`), takes and renders the bucket CORS rules
+//! and tags in OSS's form (`bucket_config`), and serves the OSS
+//! replication API (`replication`, `replication_xml`). It never imports
+//! `s3`.
 
 pub mod auth;
 #[cfg(test)]
 mod auth_tests;
+pub mod bucket_config;
 pub mod error;
 pub mod ops;
 pub mod replication;

@@ -1,10 +1,13 @@
-//! The S3 documents of ListBuckets and GetBucketLocation, from the typed
-//! results of `api::bucket`, and ListBuckets' paging parameters
-//! (`max-buckets`, `continuation-token`, `prefix`, `bucket-region`).
+//! The S3 documents of ListBuckets, GetBucketLocation, GetBucketCors and
+//! GetBucketTagging, from the typed results of `api::bucket`,
+//! `api::cors` and `api::bucket_tagging`, and ListBuckets' paging
+//! parameters (`max-buckets`, `continuation-token`, `prefix`,
+//! `bucket-region`).
 
 use axum::response::Response;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as TOKEN_B64;
 use base64::Engine;
+use godwit_common::bucket_config::{CorsConfiguration, Tag};
 use http::StatusCode;
 
 use crate::api::bucket::{BucketList, BucketLocation, BucketsQuery, US_EAST_1};
@@ -118,6 +121,22 @@ pub fn location(location: BucketLocation) -> Result<Response, S3Error> {
     ))
 }
 
+pub fn cors(cfg: CorsConfiguration) -> Result<Response, S3Error> {
+    Ok(xml_response(
+        StatusCode::OK,
+        crate::xml::cors::render_cors(&cfg)?,
+    ))
+}
+
+/// A bucket without tags is NoSuchTagSet.
+pub fn tagging(tags: Option<Vec<Tag>>) -> Result<Response, S3Error> {
+    let tags = tags.ok_or(S3Error::NoSuchTagSet)?;
+    Ok(xml_response(
+        StatusCode::OK,
+        crate::xml::tagging::render_tag_list(&tags)?,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +206,7 @@ mod tests {
             owner: String::new(),
             policy: None,
             access: Default::default(),
+            config: Default::default(),
         };
         let list = BucketList {
             owner: Owner::new("id", "name"),

@@ -2,10 +2,12 @@
 //! Responses carry the S3 namespace on their root element (as AWS sends
 //! them); error bodies do not.
 
+pub mod cors;
 pub mod replication;
 pub mod requests;
 pub mod responses;
 pub mod tagging;
+pub mod tree;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

@@ -1,15 +1,21 @@
-//! Object tags: the `<Tagging>` document of Put/GetObjectTagging and the
-//! `x-amz-tagging` header of PutObject, CreateMultipartUpload and
-//! CopyObject, with S3's limits
+//! Tags: the `<Tagging>` document of Put/GetObjectTagging and
+//! Put/GetBucketTagging, and the `x-amz-tagging` header of PutObject,
+//! CreateMultipartUpload and CopyObject.
+//!
+//! Object tags follow S3's object limits
 //! (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-tagging.html):
 //! at most 10 tags, keys of 1 to 128 and values of at most 256 Unicode
-//! characters, keys unique. Limit violations are `InvalidTag` with S3's
-//! messages.
+//! characters, keys unique. Bucket tags follow S3's bucket limits: at
+//! most 50 tags (more is `BadRequest`), the same key and value lengths,
+//! keys unique, no `aws:` key (a system tag). Limit violations are
+//! `InvalidTag` with S3's messages.
 
 use std::collections::BTreeMap;
 
 use quick_xml::events::Event;
 use serde::Serialize;
+
+use godwit_common::bucket_config::Tag;
 
 use super::responses::Ns;
 use crate::error::S3Error;
@@ -17,6 +23,8 @@ use crate::error::S3Error;
 pub const MAX_TAGS: usize = 10;
 pub const MAX_TAG_KEY: usize = 128;
 pub const MAX_TAG_VALUE: usize = 256;
+/// Most tags on a bucket.
+pub const MAX_BUCKET_TAGS: usize = 50;
 
 /// Checks S3's limits on an ordered list of tags and returns them as a
 /// map.
@@ -28,33 +36,64 @@ pub fn validate_tags(tags: Vec<(String, String)>) -> Result<BTreeMap<String, Str
     }
     let mut out = BTreeMap::new();
     for (key, value) in tags {
-        if key.is_empty() {
-            return Err(S3Error::InvalidTag(
-                "The TagKey you have provided is invalid".into(),
-            ));
-        }
-        if key.chars().count() > MAX_TAG_KEY {
-            return Err(S3Error::InvalidTag(format!(
-                "The TagKey you have provided is too long, max {MAX_TAG_KEY}"
-            )));
-        }
-        if value.chars().count() > MAX_TAG_VALUE {
-            return Err(S3Error::InvalidTag(format!(
-                "The TagValue you have provided is too long, max {MAX_TAG_VALUE}"
-            )));
-        }
+        check_lengths(&key, &value)?;
         if key.starts_with("aws:") {
             return Err(S3Error::InvalidTag(
                 "Your TagKey cannot be prefixed with aws:".into(),
             ));
         }
         if out.insert(key, value).is_some() {
-            return Err(S3Error::InvalidTag(
-                "Cannot provide multiple Tags with the same key".into(),
-            ));
+            return Err(duplicate_key());
         }
     }
     Ok(out)
+}
+
+/// Checks S3's limits on a bucket's tags, kept in the order given.
+pub fn validate_bucket_tags(tags: Vec<(String, String)>) -> Result<Vec<Tag>, S3Error> {
+    if tags.len() > MAX_BUCKET_TAGS {
+        return Err(S3Error::BadRequest(format!(
+            "Bucket tag count cannot be greater than {MAX_BUCKET_TAGS}"
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(tags.len());
+    for (key, value) in tags {
+        check_lengths(&key, &value)?;
+        if key.starts_with("aws:") {
+            return Err(S3Error::InvalidTag(
+                "System tags cannot be added/updated by requester".into(),
+            ));
+        }
+        if !seen.insert(key.clone()) {
+            return Err(duplicate_key());
+        }
+        out.push(Tag { key, value });
+    }
+    Ok(out)
+}
+
+fn check_lengths(key: &str, value: &str) -> Result<(), S3Error> {
+    if key.is_empty() {
+        return Err(S3Error::InvalidTag(
+            "The TagKey you have provided is invalid".into(),
+        ));
+    }
+    if key.chars().count() > MAX_TAG_KEY {
+        return Err(S3Error::InvalidTag(format!(
+            "The TagKey you have provided is too long, max {MAX_TAG_KEY}"
+        )));
+    }
+    if value.chars().count() > MAX_TAG_VALUE {
+        return Err(S3Error::InvalidTag(format!(
+            "The TagValue you have provided is too long, max {MAX_TAG_VALUE}"
+        )));
+    }
+    Ok(())
+}
+
+fn duplicate_key() -> S3Error {
+    S3Error::InvalidTag("Cannot provide multiple Tags with the same key".into())
 }
 
 /// `x-amz-tagging: k1=v1&k2=v2` (URL-encoded as a query string; a key
@@ -77,10 +116,17 @@ pub fn parse_tagging_header(raw: Option<&str>) -> Result<BTreeMap<String, String
     validate_tags(pairs)
 }
 
-/// Parses `<Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging>`
-/// by hand: serde's text trimming would strip spaces that belong to keys
-/// and values. Structure errors are `MalformedXML`; limits, `InvalidTag`.
+/// Parses an object's `<Tagging>` document: structure errors are
+/// `MalformedXML` (`parse_tag_list`); limits, `InvalidTag`.
 pub fn parse_tagging(body: &[u8]) -> Result<BTreeMap<String, String>, S3Error> {
+    validate_tags(parse_tag_list(body)?)
+}
+
+/// Reads `<Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging>`
+/// into its (key, value) pairs in document order, unchecked, by hand:
+/// serde's text trimming would strip spaces that belong to keys and
+/// values. Structure errors are `MalformedXML`.
+pub fn parse_tag_list(body: &[u8]) -> Result<Vec<(String, String)>, S3Error> {
     let mut reader = quick_xml::Reader::from_reader(body);
     let mut path: Vec<String> = Vec::new();
     let mut text = String::new();
@@ -150,7 +196,7 @@ pub fn parse_tagging(body: &[u8]) -> Result<BTreeMap<String, String>, S3Error> {
     if !saw_root || !saw_tag_set || !path.is_empty() {
         return Err(S3Error::MalformedXML);
     }
-    validate_tags(tags)
+    Ok(tags)
 }
 
 #[derive(Serialize, Debug)]
@@ -183,6 +229,23 @@ pub fn render_tagging(tags: &BTreeMap<String, String>) -> Result<String, S3Error
             tag: tags
                 .iter()
                 .map(|(k, v)| TagOut { key: k, value: v })
+                .collect(),
+        },
+    };
+    super::render("Tagging", &doc)
+}
+
+/// The GetBucketTagging document: the bucket's tags in the order put.
+pub fn render_tag_list(tags: &[Tag]) -> Result<String, S3Error> {
+    let doc = TaggingOut {
+        xmlns: Ns::default(),
+        tag_set: TagSetOut {
+            tag: tags
+                .iter()
+                .map(|t| TagOut {
+                    key: &t.key,
+                    value: &t.value,
+                })
                 .collect(),
         },
     };
@@ -297,6 +360,68 @@ mod tests {
         assert_eq!(
             invalid_tag(parse_tagging(doc(&[("aws:x", "v")]).as_bytes())),
             "Your TagKey cannot be prefixed with aws:"
+        );
+    }
+
+    #[test]
+    fn bucket_tags_keep_their_order_and_have_bucket_limits() {
+        let list = |n: usize| -> Vec<(String, String)> {
+            (0..n).map(|i| (format!("k{i}"), format!("v{i}"))).collect()
+        };
+        let fifty = validate_bucket_tags(list(50)).unwrap();
+        assert_eq!(fifty.len(), 50);
+        assert_eq!(fifty[1].key, "k1");
+        match validate_bucket_tags(list(51)) {
+            Err(S3Error::BadRequest(m)) => {
+                assert_eq!(m, "Bucket tag count cannot be greater than 50")
+            }
+            other => panic!("{other:?}"),
+        }
+        let one = |k: &str, v: &str| validate_bucket_tags(vec![(k.into(), v.into())]);
+        let m = |r: Result<Vec<Tag>, S3Error>| match r {
+            Err(S3Error::InvalidTag(m)) => m,
+            other => panic!("expected InvalidTag, got {other:?}"),
+        };
+        assert_eq!(
+            m(one("aws:team", "x")),
+            "System tags cannot be added/updated by requester"
+        );
+        assert!(one("team:aws:x", "x").is_ok());
+        assert!(one(&"k".repeat(128), &"v".repeat(256)).is_ok());
+        assert!(m(one(&"k".repeat(129), "v")).contains("max 128"));
+        assert!(m(one("k", &"v".repeat(257))).contains("max 256"));
+        assert_eq!(m(one("", "v")), "The TagKey you have provided is invalid");
+        assert_eq!(
+            m(validate_bucket_tags(vec![
+                ("a".into(), "1".into()),
+                ("a".into(), "2".into())
+            ])),
+            "Cannot provide multiple Tags with the same key"
+        );
+        let doc = render_tag_list(&[
+            Tag {
+                key: "z".into(),
+                value: "1".into(),
+            },
+            Tag {
+                key: "a".into(),
+                value: "<2>".into(),
+            },
+        ])
+        .unwrap();
+        assert!(
+            doc.ends_with(
+                "<TagSet><Tag><Key>z</Key><Value>1</Value></Tag><Tag><Key>a</Key>\
+                 <Value>&lt;2&gt;</Value></Tag></TagSet></Tagging>"
+            ),
+            "{doc}"
+        );
+        assert_eq!(
+            parse_tag_list(doc.as_bytes()).unwrap(),
+            [
+                ("z".to_string(), "1".to_string()),
+                ("a".into(), "<2>".into())
+            ]
         );
     }
 

@@ -133,6 +133,12 @@ pub fn apply_command(
             acl,
         } => replication::put_object_acl(tx, &bucket, &key, version_id, acl),
         Command::ChangeBucketAccess { bucket, change } => change_bucket_access(tx, &bucket, change),
+        Command::ChangeBucketConfig { bucket, change } => {
+            let mut info = load_bucket(tx, &bucket)?;
+            info.config.apply(change);
+            tx.put(CF_BUCKETS, bucket.into_bytes(), tx.encode(&info));
+            Ok(Reply::Bucket(info))
+        }
         Command::PutRemote { remote } => replication::put_remote(tx, remote),
         Command::DeleteRemote { name } => replication::delete_remote(tx, &name),
         Command::LeaseTasks {
@@ -274,6 +280,7 @@ fn create_bucket(
         owner,
         policy: None,
         access,
+        config: Default::default(),
     };
     tx.put(CF_BUCKETS, name.into_bytes(), tx.encode(&info));
     Ok(Reply::Bucket(info))

@@ -1,0 +1,179 @@
+//! A bucket's configuration documents: the settings S3 and OSS keep per
+//! bucket besides its versioning, policy and access settings (`access`).
+//! Each document is a typed value, validated by the gateway before it is
+//! stored (meta stores what it is given), and one `ConfigChange` variant
+//! replaces or removes it.
+//!
+//! Adding a document (lifecycle, default encryption, ...) is a field of
+//! `BucketConfig`, a variant of `ConfigChange` and an arm of
+//! `BucketConfig::apply`; records written before it read it as absent.
+
+use serde::{Deserialize, Serialize};
+
+/// Every configuration document of a bucket; None: the document is not
+/// set (S3 then answers NoSuchCORSConfiguration, NoSuchTagSet, ...).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct BucketConfig {
+    /// Cross-origin resource sharing rules (PutBucketCors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cors: Option<CorsConfiguration>,
+    /// The bucket's tags (PutBucketTagging), in the order they were put.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<Tag>>,
+}
+
+impl BucketConfig {
+    /// Whether no document is set (the bucket record then leaves the
+    /// field out, as records from before configurations were).
+    pub fn is_empty(&self) -> bool {
+        self == &BucketConfig::default()
+    }
+
+    /// Replaces (Some) or removes (None) one document.
+    pub fn apply(&mut self, change: ConfigChange) {
+        match change {
+            ConfigChange::Cors(cors) => self.cors = cors,
+            ConfigChange::Tags(tags) => self.tags = tags,
+        }
+    }
+}
+
+/// One change to a bucket's configuration
+/// (`ObjectMeta::change_bucket_config`); None deletes the document.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum ConfigChange {
+    Cors(Option<CorsConfiguration>),
+    Tags(Option<Vec<Tag>>),
+}
+
+/// A bucket's CORS rules, evaluated in order: the first rule that allows
+/// a request's origin, method and headers answers it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct CorsConfiguration {
+    pub rules: Vec<CorsRule>,
+    /// OSS's `ResponseVary`, kept as it was put (None: not given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_vary: Option<bool>,
+}
+
+/// One CORS rule. Origins and allowed headers are patterns with at most
+/// one `*` each; values keep their case and spaces as they were put.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct CorsRule {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub allowed_origins: Vec<String>,
+    pub allowed_methods: Vec<CorsMethod>,
+    pub allowed_headers: Vec<String>,
+    pub expose_headers: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_age_seconds: Option<u32>,
+}
+
+/// The methods a CORS rule may allow (S3 and OSS accept these five).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CorsMethod {
+    #[serde(rename = "GET")]
+    Get,
+    #[serde(rename = "PUT")]
+    Put,
+    #[serde(rename = "POST")]
+    Post,
+    #[serde(rename = "DELETE")]
+    Delete,
+    #[serde(rename = "HEAD")]
+    Head,
+}
+
+impl CorsMethod {
+    pub const ALL: [CorsMethod; 5] = [
+        CorsMethod::Get,
+        CorsMethod::Put,
+        CorsMethod::Post,
+        CorsMethod::Delete,
+        CorsMethod::Head,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CorsMethod::Get => "GET",
+            CorsMethod::Put => "PUT",
+            CorsMethod::Post => "POST",
+            CorsMethod::Delete => "DELETE",
+            CorsMethod::Head => "HEAD",
+        }
+    }
+
+    /// The method named exactly so (case matters, as on S3).
+    pub fn parse(name: &str) -> Option<CorsMethod> {
+        CorsMethod::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+}
+
+/// One bucket tag.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tag {
+    pub key: String,
+    pub value: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{decode, encode, Format};
+
+    fn sample() -> BucketConfig {
+        BucketConfig {
+            cors: Some(CorsConfiguration {
+                rules: vec![CorsRule {
+                    id: Some("r1".into()),
+                    allowed_origins: vec!["https://*.example.com".into()],
+                    allowed_methods: vec![CorsMethod::Get, CorsMethod::Head],
+                    allowed_headers: vec!["x-amz-*".into()],
+                    expose_headers: vec!["ETag".into()],
+                    max_age_seconds: Some(0),
+                }],
+                response_vary: None,
+            }),
+            tags: Some(vec![Tag {
+                key: "team".into(),
+                value: " a b ".into(),
+            }]),
+        }
+    }
+
+    #[test]
+    fn documents_cross_both_codecs_unchanged() {
+        for format in [Format::Json, Format::Packed] {
+            let back: BucketConfig = decode(&encode(format, &sample())).unwrap();
+            assert_eq!(back, sample());
+            let empty: BucketConfig = decode(&encode(format, &BucketConfig::default())).unwrap();
+            assert!(empty.is_empty());
+        }
+    }
+
+    #[test]
+    fn changes_replace_or_remove_one_document() {
+        let mut c = sample();
+        c.apply(ConfigChange::Cors(None));
+        assert_eq!(c.cors, None);
+        assert_eq!(c.tags, sample().tags);
+        c.apply(ConfigChange::Tags(None));
+        assert!(c.is_empty());
+        c.apply(ConfigChange::Cors(sample().cors));
+        assert_eq!(c.cors, sample().cors);
+    }
+
+    #[test]
+    fn methods_are_named_exactly() {
+        for m in CorsMethod::ALL {
+            assert_eq!(CorsMethod::parse(m.as_str()), Some(m));
+        }
+        assert_eq!(CorsMethod::parse("get"), None);
+        assert_eq!(CorsMethod::parse("PATCH"), None);
+        assert_eq!(CorsMethod::parse(" GET"), None);
+    }
+}
