@@ -181,6 +181,19 @@ pub struct ObjectVersion {
     /// Set on replicas: the region and original last-modified time.
     #[serde(default)]
     pub replica_of: Option<crate::replication::ReplicaOrigin>,
+    /// An OSS symlink (None: a Normal or Multipart object). Absent from
+    /// records of builds before OSS symlinks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oss_type: Option<OssObjectType>,
+}
+
+/// The OSS object types besides Normal and Multipart
+/// (`x-oss-object-type`, a listing's `Type`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum OssObjectType {
+    /// PutSymlink: an empty object that GET and HEAD follow to `target`,
+    /// a key in the same bucket, read as the caller may read it.
+    Symlink { target: String },
 }
 
 /// What a writer hands to meta: everything except the fields meta assigns
@@ -217,6 +230,9 @@ pub struct NewObject {
     /// before conditional commits, and left out when None.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precondition: Option<WritePrecondition>,
+    /// See `ObjectVersion::oss_type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oss_type: Option<OssObjectType>,
 }
 
 /// The precondition of a conditional write (PutObject, CopyObject,
@@ -708,6 +724,7 @@ mod tests {
             replica_of: None,
             copy_source: None,
             precondition: None,
+            oss_type: None,
         };
         // Nothing new on the wire when there is no precondition...
         let json = serde_json::to_string(&obj).unwrap();

@@ -235,6 +235,7 @@ fn as_read(data: ObjectData, size: u64) -> ObjectRead {
             acl: None,
             replication_status: None,
             replica_of: None,
+            oss_type: None,
         },
         grant: ReadGrant::default(),
     }

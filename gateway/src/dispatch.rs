@@ -8,7 +8,7 @@ use axum::response::Response;
 
 use crate::api::{
     access, attributes, bucket, bucket_tagging, copy, cors, delete_objects, multipart, object,
-    post_object, tagging, ApiResult, Ctx,
+    post_object, symlink, tagging, ApiResult, Ctx,
 };
 use crate::dialect::Dialect;
 use crate::error::S3Error;
@@ -148,6 +148,9 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         PutObjectTagging => tagging::put_object_tagging(&ctx, body).await,
         DeleteObjectTagging => tagging::delete_object_tagging(&ctx).await,
         GetObjectAttributes => attributes::get_object_attributes(&ctx).await,
+        RestoreObject => object::restore_object(&ctx).await,
+        PutSymlink => symlink::put_symlink(&ctx).await,
+        GetSymlink => symlink::get_symlink(&ctx).await,
         GetBucketCors => Ok(render(
             &ctx,
             cors::get_bucket_cors(&ctx).await?,
@@ -225,7 +228,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | GetObjectRetention
         | PutObjectRetention
         | GetObjectTorrent
-        | RestoreObject
         | AppendObject
         | SelectObjectContent
         | WriteGetObjectResponse => Err(S3Error::NotImplemented.into()),

@@ -163,6 +163,23 @@ pub enum S3Error {
     /// OSS: `x-oss-forbid-overwrite: true` and the key exists.
     #[error("The object you specified already exists and can not be overwritten.")]
     FileAlreadyExists,
+    /// The operation does not apply to the object in its state, e.g.
+    /// RestoreObject on an object of a storage class that is never
+    /// archived (OSS: 400 OperationNotSupported).
+    #[error("{0}")]
+    InvalidObjectState(String),
+    /// A required request argument (header or parameter) is absent.
+    #[error("{0}")]
+    MissingArgument(String),
+    /// OSS: GET or HEAD of a symlink whose target does not exist.
+    #[error("The symlink target object does not exist")]
+    SymlinkTargetNotExist,
+    /// OSS: a symlink's target is itself a symlink.
+    #[error("The symlink target object is a symlink")]
+    InvalidTargetType,
+    /// OSS: GetSymlink of an object that is not a symlink.
+    #[error("The specified object is not a symlink.")]
+    NotSymlink,
 
     // ---- OSS replication (PROTOCOLS.md §B) ----
     /// OSS: the bucket has no replication rule.
@@ -256,6 +273,11 @@ impl S3Error {
             NoSuchCORSConfiguration => "NoSuchCORSConfiguration",
             NoSuchTagSet => "NoSuchTagSet",
             FileAlreadyExists => "FileAlreadyExists",
+            InvalidObjectState(_) => "InvalidObjectState",
+            MissingArgument(_) => "MissingArgument",
+            SymlinkTargetNotExist => "SymlinkTargetNotExist",
+            InvalidTargetType => "InvalidTargetType",
+            NotSymlink => "NotSymlink",
             NoSuchReplicationConfiguration => "NoSuchReplicationConfiguration",
             NoSuchReplicationRule => "NoSuchReplicationRule",
             TooManyReplicationRules => "TooManyReplicationRules",
@@ -274,6 +296,7 @@ impl S3Error {
             | InvalidAccessKeyId
             | AccessDenied(_)
             | AccessForbidden(_)
+            | InvalidObjectState(_)
             | RequestTimeTooSkewed => StatusCode::FORBIDDEN,
             AuthorizationHeaderMalformed(_)
             | AuthorizationQueryParametersError(_)
@@ -305,6 +328,9 @@ impl S3Error {
             | InvalidTag(_)
             | InvalidPart(_)
             | InvalidPartOrder
+            | MissingArgument(_)
+            | InvalidTargetType
+            | NotSymlink
             | TooManyReplicationRules
             | BadReplicationLocation
             | BucketReplicationAlreadyExist => StatusCode::BAD_REQUEST,
@@ -325,6 +351,7 @@ impl S3Error {
             | NoSuchCORSConfiguration
             | NoSuchTagSet
             | NoSuchReplicationConfiguration
+            | SymlinkTargetNotExist
             | NoSuchReplicationRule => StatusCode::NOT_FOUND,
             BucketAlreadyOwnedByYou | BucketAlreadyExists | BucketNotEmpty | FileAlreadyExists => {
                 StatusCode::CONFLICT

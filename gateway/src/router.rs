@@ -92,7 +92,7 @@ pub fn iam_action(ep: &Endpoint, versioned: bool) -> &'static str {
         PutObjectLockConfiguration => "s3:PutBucketObjectLockConfiguration",
         GetPublicAccessBlock => "s3:GetBucketPublicAccessBlock",
         PutPublicAccessBlock | DeletePublicAccessBlock => "s3:PutBucketPublicAccessBlock",
-        GetObject | HeadObject | GetObjectMeta | SelectObjectContent => {
+        GetObject | HeadObject | GetObjectMeta | GetSymlink | SelectObjectContent => {
             v("s3:GetObject", "s3:GetObjectVersion")
         }
         PutObject
@@ -102,6 +102,7 @@ pub fn iam_action(ep: &Endpoint, versioned: bool) -> &'static str {
         | UploadPart { .. }
         | UploadPartCopy { .. }
         | CompleteMultipartUpload { .. }
+        | PutSymlink
         | AppendObject => "s3:PutObject",
         DeleteObject | DeleteObjects => v("s3:DeleteObject", "s3:DeleteObjectVersion"),
         GetObjectAcl => v("s3:GetObjectAcl", "s3:GetObjectVersionAcl"),
@@ -189,7 +190,8 @@ pub const OPERATION_PARAMS: &[&str] = &[
     "legal-hold", "lifecycle", "location", "logging", "metrics", "notification", "object-lock",
     "objectMeta", "ownershipControls", "partNumber", "policy", "policyStatus", "position",
     "publicAccessBlock", "replication", "replicationLocation", "replicationProgress",
-    "requestPayment", "restore", "retention", "rtc", "select", "stat", "tagging", "torrent",
+    "requestPayment", "restore", "retention", "rtc", "select", "stat", "symlink", "tagging",
+    "torrent",
     "uploadId", "uploads", "versionId", "versioning", "versions", "website",
 ];
 
@@ -331,6 +333,11 @@ endpoints! {
     /// OSS `HEAD /bucket/key?objectMeta`: HeadObject's basic headers.
     GetObjectMeta,
     GetObjectAttributes,
+    /// OSS `PUT /bucket/key?symlink` with `x-oss-symlink-target`.
+    PutSymlink,
+    /// OSS `GET /bucket/key?symlink`.
+    GetSymlink,
+    RestoreObject,
 
     // ---- objects: not implemented ----
     PutObjectAcl,
@@ -339,7 +346,6 @@ endpoints! {
     GetObjectRetention,
     PutObjectRetention,
     GetObjectTorrent,
-    RestoreObject,
     /// OSS `POST /bucket/key?append&position=N`.
     AppendObject,
     SelectObjectContent,
@@ -405,6 +411,9 @@ impl Endpoint {
                 | GetBucketStat
                 | GetObjectMeta
                 | GetObjectAttributes
+                | PutSymlink
+                | GetSymlink
+                | RestoreObject
                 | GetBucketCors
                 | PutBucketCors
                 | DeleteBucketCors
@@ -624,6 +633,7 @@ fn parse_object(method: &Method, query: &Query, headers: &HeaderMap) -> Result<E
                         ("attributes", GetObjectAttributes),
                         ("legal-hold", GetObjectLegalHold),
                         ("retention", GetObjectRetention),
+                        ("symlink", GetSymlink),
                         ("tagging", GetObjectTagging),
                         ("torrent", GetObjectTorrent),
                     ],
@@ -655,6 +665,7 @@ fn parse_object(method: &Method, query: &Query, headers: &HeaderMap) -> Result<E
                         ("acl", PutObjectAcl),
                         ("legal-hold", PutObjectLegalHold),
                         ("retention", PutObjectRetention),
+                        ("symlink", PutSymlink),
                         ("tagging", PutObjectTagging),
                     ],
                 )

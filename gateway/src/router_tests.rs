@@ -177,6 +177,7 @@ fn implemented_endpoints() {
         ("DELETE", "/b?tagging=k1,k2", false, DeleteBucketTagging),
         ("OPTIONS", "/b/k", false, Options),
         ("OPTIONS", "/b", false, Options),
+        ("POST", "/b/k?restore", false, RestoreObject),
     ];
     for (method, uri, copy, want) in cases {
         let got = route(method, uri, copy).unwrap();
@@ -260,7 +261,6 @@ fn unimplemented_endpoints_are_variants() {
         ("GET", "/b/k?retention", GetObjectRetention),
         ("PUT", "/b/k?retention", PutObjectRetention),
         ("GET", "/b/k?torrent", GetObjectTorrent),
-        ("POST", "/b/k?restore", RestoreObject),
         ("POST", "/b/k?select&select-type=2", SelectObjectContent),
         ("POST", "/?WriteGetObjectResponse", WriteGetObjectResponse),
     ];

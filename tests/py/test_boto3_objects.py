@@ -308,6 +308,15 @@ def test_conditional_get_if_match_and_if_none_match(s3, bucket):
     other = s3.get_object(Bucket=bucket, Key="cond", IfNoneMatch='"0123456789abcdef0123456789abcdef"')
     assert other["ResponseMetadata"]["HTTPStatusCode"] == 200
 
+    # If-Match compares strongly (a weak ETag never matches), If-None-Match
+    # weakly (RFC 7232 section 2.3.2).
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="cond", IfMatch=f"W/{etag}")
+    assert client_error(e) == ("PreconditionFailed", 412)
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="cond", IfNoneMatch=f"W/{etag}")
+    assert client_error(e) == ("304", 304)
+
 
 def test_conditional_get_if_modified_and_unmodified_since(s3, bucket):
     s3.put_object(Bucket=bucket, Key="cond-time", Body=b"timed")

@@ -403,10 +403,22 @@ def test_oss_v4_form_upload(server, oss_bucket):
     assert ossclients.oss2_bucket(server, oss_bucket).get_object("v4/object.txt").read() == BODY
 
 
-def test_malformed_forms_get_s3s_own_error_codes(s3, s3v4, bucket):
+def signed_v4(secret_key: str, fields: dict) -> dict:
+    """`fields` with its policy signed again, as a client signs whatever policy it sends."""
+    _, day, region, service, _ = fields["x-amz-credential"].split("/")
+
+    def h(key: bytes, msg: str) -> bytes:
+        return hmac.new(key, msg.encode(), hashlib.sha256).digest()
+
+    signing_key = h(h(h(h(f"AWS4{secret_key}".encode(), day), region), service), "aws4_request")
+    return dict(fields, **{"x-amz-signature": hmac.new(signing_key, fields["policy"].encode(), hashlib.sha256).hexdigest()})
+
+
+def test_malformed_forms_get_s3s_own_error_codes(server, s3, s3v4, bucket):
     form = presigned(s3v4, bucket, "malformed.txt")
-    # A policy that is not base64-encoded JSON.
-    fields = dict(form["fields"], policy="%%%not-base64%%%")
+    # A policy that is not base64-encoded JSON, signed as sent (a policy
+    # whose signature does not match is SignatureDoesNotMatch, tested above).
+    fields = signed_v4(server.secret_key, dict(form["fields"], policy="%%%not-base64%%%"))
     r = post(form["url"], fields)
     assert_error(r, 400, "InvalidPolicyDocument")
     assert error_field(r, "Message").startswith("Invalid Policy: "), r.text

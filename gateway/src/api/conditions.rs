@@ -58,12 +58,15 @@ impl Conditions {
     ) -> Result<(), S3Error> {
         // HTTP dates have whole seconds; so does the comparison.
         let lm = last_modified_ms.div_euclid(1000);
-        let matches = self.if_match.as_deref().map(|list| etag_in(list, etag));
+        let matches = self
+            .if_match
+            .as_deref()
+            .map(|list| etag_in(list, etag, Comparison::Strong));
         let unmodified = self.if_unmodified_since.map(|t| lm <= t);
         let none_match = self
             .if_none_match
             .as_deref()
-            .map(|list| !etag_in(list, etag));
+            .map(|list| !etag_in(list, etag, Comparison::Weak));
         let modified = self.if_modified_since.map(|t| lm > t);
         let not_modified = if not_modified_is_412 {
             S3Error::PreconditionFailed
@@ -139,12 +142,23 @@ pub fn write_precondition(headers: &HeaderMap) -> Result<Option<WritePreconditio
     }))
 }
 
+/// RFC 7232 section 2.3.2: If-Match compares strongly (a weak
+/// `W/"..."` candidate never matches), If-None-Match weakly.
+#[derive(Clone, Copy)]
+enum Comparison {
+    Strong,
+    Weak,
+}
+
 /// Whether `etag` is in a comma-separated If-Match / If-None-Match list
 /// (`*` matches any existing object).
-fn etag_in(list: &str, etag: &str) -> bool {
-    list.split(',')
-        .map(str::trim)
-        .any(|candidate| candidate == "*" || unquote_etag(candidate) == etag)
+fn etag_in(list: &str, etag: &str, comparison: Comparison) -> bool {
+    list.split(',').map(str::trim).any(|candidate| {
+        let weak = candidate.starts_with("W/");
+        candidate == "*"
+            || (!(weak && matches!(comparison, Comparison::Strong))
+                && unquote_etag(candidate) == etag)
+    })
 }
 
 #[cfg(test)]
@@ -184,6 +198,11 @@ mod tests {
             (c(Some("*"), None, None, None), "200"),
             (c(Some("\"x\", \"abc\""), None, None, None), "200"),
             (c(Some("\"x\""), None, None, None), "412"),
+            // If-Match compares strongly: a weak ETag never matches.
+            (c(Some("W/\"abc\""), None, None, None), "412"),
+            (c(Some("W/\"abc\", \"abc\""), None, None, None), "200"),
+            // If-None-Match compares weakly.
+            (c(None, Some("W/\"abc\""), None, None), "304"),
             (c(None, None, None, at), "200"),
             (c(None, None, None, before), "412"),
             // If-Match true + If-Unmodified-Since false: 200 (S3 doc).

@@ -184,6 +184,9 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             // Checked in the commit: the copy writes no block, so there
             // is nothing an earlier look would save.
             precondition,
+            // A copy of a symlink is a symlink to the same target (the
+            // link is copied, not what it points at).
+            oss_type: v.oss_type.clone(),
         })
         .await
         .map_err(|e| write_refusal(ctx, e))?;

@@ -247,6 +247,7 @@ mod tests {
             acl: None,
             replication_status: None,
             replica_of: None,
+            oss_type: None,
         };
         let mut out = HeaderMap::new();
         write_object_headers(
@@ -295,6 +296,7 @@ mod tests {
             acl: None,
             replication_status: Some(ReplicationStatus::Pending),
             replica_of: None,
+            oss_type: None,
         };
         for (status, shown) in [
             (ReplicationStatus::Pending, "PENDING"),

@@ -29,6 +29,7 @@ pub mod object;
 pub mod post_object;
 pub mod post_policy;
 pub mod range;
+pub mod symlink;
 pub mod tagging;
 
 use std::sync::Arc;
@@ -220,9 +221,13 @@ pub enum ObjectFacts {
     /// what was stored.
     Written { crc64: Option<u64> },
     /// GetObject, HeadObject: whether the object was uploaded in parts,
-    /// and its whole CRC-64 (None for a ranged read, which it does not
-    /// describe).
-    Read { multipart: bool, crc64: Option<u64> },
+    /// whether it was read through an OSS symlink, and its whole CRC-64
+    /// (None for a ranged read, which it does not describe).
+    Read {
+        multipart: bool,
+        symlink: bool,
+        crc64: Option<u64>,
+    },
 }
 
 /// Marks a response whose body is an XML document the gateway rendered

@@ -5,7 +5,8 @@ use axum::body::Body;
 use axum::response::Response;
 use futures::StreamExt;
 use godwit_common::types::{
-    Checksums, NewObject, ObjectRead, ObjectVersion, WritePrecondition, NULL_VERSION_ID,
+    Checksums, NewObject, ObjectRead, ObjectVersion, OssObjectType, WritePrecondition,
+    NULL_VERSION_ID,
 };
 use godwit_common::MetaError;
 use http::{HeaderMap, StatusCode};
@@ -139,6 +140,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
             replica_of,
             copy_source: None,
             precondition,
+            oss_type: None,
         }),
         ctx.gw.buckets.has_versioning(bucket),
     );
@@ -243,10 +245,16 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
         ctx.gw.buckets.has_versioning(ctx.bucket()),
     );
     let obj = obj?;
-    let v = &obj.version;
-    if v.is_delete_marker {
-        return Err(delete_marker_error(v, version_id.is_some()));
+    if obj.version.is_delete_marker {
+        return Err(delete_marker_error(&obj.version, version_id.is_some()));
     }
+    // An OSS symlink reads as its target (`symlink`).
+    let symlink = obj.version.oss_type.is_some();
+    let obj = match &obj.version.oss_type {
+        Some(OssObjectType::Symlink { target }) => super::symlink::follow(ctx, target).await?,
+        None => obj,
+    };
+    let v = &obj.version;
     let show_version_id = has_versioning || v.version_id != NULL_VERSION_ID;
 
     match Conditions::from_headers(ctx.headers(), "").evaluate(&v.etag, v.last_modified_ms, false) {
@@ -326,6 +334,7 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
     }
     resp.extensions_mut().insert(ObjectFacts::Read {
         multipart: !v.parts.is_empty(),
+        symlink,
         crc64: v.checksums.crc64ecma.filter(|_| !partial),
     });
     Ok(resp)
@@ -380,6 +389,20 @@ pub async fn delete_object(ctx: &Ctx) -> ApiResult {
     Ok(resp)
 }
 
+/// RestoreObject (S3 `POST ?restore`, OSS too). Every Godwit object is
+/// of the STANDARD class, which is never archived, so there is nothing
+/// to restore: S3 answers 403 InvalidObjectState for such an object, OSS
+/// 400 OperationNotSupported. A missing key or version is NoSuchKey or
+/// NoSuchVersion as on GET.
+pub async fn restore_object(ctx: &Ctx) -> ApiResult {
+    live_version(ctx).await?;
+    let message = match ctx.dialect.is_oss() {
+        true => "The operation is not supported for this resource.",
+        false => "Restore is not allowed for the object's current storage class",
+    };
+    Err(S3Error::InvalidObjectState(message.into()).into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,6 +436,7 @@ mod tests {
             acl: None,
             replication_status: None,
             replica_of: None,
+            oss_type: None,
         }
     }
 

@@ -42,6 +42,8 @@ pub fn code(err: &S3Error) -> &'static str {
         // OSS takes ACLs in headers only; a body it cannot read is
         // MalformedXML whatever the body is for.
         MalformedACLError => "MalformedXML",
+        // RestoreObject on a Standard object.
+        InvalidObjectState(_) => "OperationNotSupported",
         other => other.code(),
     }
 }
@@ -50,7 +52,8 @@ pub fn code(err: &S3Error) -> &'static str {
 pub fn status(err: &S3Error) -> StatusCode {
     match err {
         S3Error::AuthorizationHeaderMalformed(_)
-        | S3Error::AuthorizationQueryParametersError(_) => StatusCode::BAD_REQUEST,
+        | S3Error::AuthorizationQueryParametersError(_)
+        | S3Error::InvalidObjectState(_) => StatusCode::BAD_REQUEST,
         other => other.http_status(),
     }
 }
@@ -70,6 +73,12 @@ pub fn ec(err: &S3Error) -> &'static str {
         S3Error::AccessDenied(_) => "0003-00000001",
         // GetBucketCors of a bucket without CORS rules.
         S3Error::NoSuchCORSConfiguration => "0034-00000001",
+        // RestoreObject on a Standard or IA object.
+        S3Error::InvalidObjectState(_) => "0016-00000702",
+        // GET or HEAD of a symlink whose target is missing.
+        S3Error::SymlinkTargetNotExist => "0026-00000012",
+        // GetSymlink of an object that is not a symlink.
+        S3Error::NotSymlink => "0043-00000101",
         _ => FALLBACK_EC,
     }
 }

@@ -31,14 +31,14 @@ const STAT_PAGE: usize = 1000;
 /// `Normal` for a simple upload, `Multipart` for a completed multipart
 /// upload (`x-oss-object-type`, listing `Type`).
 pub fn object_type(v: &ObjectVersion) -> &'static str {
-    type_name(!v.parts.is_empty())
+    type_name(!v.parts.is_empty(), v.oss_type.is_some())
 }
 
-fn type_name(multipart: bool) -> &'static str {
-    if multipart {
-        "Multipart"
-    } else {
-        "Normal"
+fn type_name(multipart: bool, symlink: bool) -> &'static str {
+    match (symlink, multipart) {
+        (true, _) => "Symlink",
+        (false, true) => "Multipart",
+        (false, false) => "Normal",
     }
 }
 
@@ -55,8 +55,12 @@ pub fn set_crc64(out: &mut HeaderMap, crc: Option<u64>) {
 pub fn object_headers(out: &mut HeaderMap, facts: ObjectFacts) {
     match facts {
         ObjectFacts::Written { crc64 } => set_crc64(out, crc64),
-        ObjectFacts::Read { multipart, crc64 } => {
-            set_header(out, "x-oss-object-type", type_name(multipart));
+        ObjectFacts::Read {
+            multipart,
+            symlink,
+            crc64,
+        } => {
+            set_header(out, "x-oss-object-type", type_name(multipart, symlink));
             set_header(out, "x-oss-storage-class", STANDARD);
             set_crc64(out, crc64);
         }
@@ -582,6 +586,7 @@ mod tests {
             acl: None,
             replication_status: None,
             replica_of: None,
+            oss_type: None,
         }
     }
 
@@ -590,6 +595,7 @@ mod tests {
         let mut out = HeaderMap::new();
         let whole = ObjectFacts::Read {
             multipart: false,
+            symlink: false,
             crc64: Some(11_051_210_869_376_104_954),
         };
         object_headers(&mut out, whole);
@@ -599,11 +605,20 @@ mod tests {
         let mut out = HeaderMap::new();
         let ranged = ObjectFacts::Read {
             multipart: true,
+            symlink: false,
             crc64: None,
         };
         object_headers(&mut out, ranged);
         assert_eq!(out["x-oss-object-type"], "Multipart");
         assert!(out.get("x-oss-hash-crc64ecma").is_none());
+        let mut out = HeaderMap::new();
+        let linked = ObjectFacts::Read {
+            multipart: true,
+            symlink: true,
+            crc64: None,
+        };
+        object_headers(&mut out, linked);
+        assert_eq!(out["x-oss-object-type"], "Symlink");
         let mut out = HeaderMap::new();
         object_headers(&mut out, ObjectFacts::Written { crc64: Some(7) });
         assert_eq!(out["x-oss-hash-crc64ecma"], "7");

@@ -26,6 +26,7 @@ fn obj(key: &str, version_id: &str, latest: bool, marker: bool) -> ObjectVersion
         acl: None,
         replication_status: None,
         replica_of: None,
+        oss_type: None,
     }
 }
 

@@ -225,6 +225,7 @@ pub(super) fn complete_upload(
         acl: upload.acl,
         replication_status: None,
         replica_of: c.replica_of.clone().or(upload.replica_of),
+        oss_type: None,
     };
     if version.replica_of.is_some() {
         version.replication_status = Some(ReplicationStatus::Replica);

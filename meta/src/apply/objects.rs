@@ -74,6 +74,7 @@ pub(super) fn put_object(
         acl: obj.acl,
         replication_status: None,
         replica_of: obj.replica_of,
+        oss_type: obj.oss_type,
     };
     // A replica is never replicated again: two-way rules do not loop.
     if version.replica_of.is_some() {
@@ -285,6 +286,7 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
                 acl: None,
                 replication_status: None,
                 replica_of,
+                oss_type: None,
             };
             if marker.replica_of.is_some() {
                 marker.replication_status = Some(ReplicationStatus::Replica);

@@ -312,6 +312,7 @@ mod tests {
                 replica_of: None,
                 copy_source: None,
                 precondition: None,
+                oss_type: None,
             }),
             version_id: version_id.into(),
             now_ms: 1,

@@ -90,6 +90,7 @@ pub fn new_object(bucket: &str, key: &str, data: ObjectData) -> NewObject {
         replica_of: None,
         copy_source: None,
         precondition: None,
+        oss_type: None,
     }
 }
 

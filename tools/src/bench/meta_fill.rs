@@ -38,6 +38,7 @@ fn object(bucket: &str, i: u64, size: u64) -> NewObject {
         replica_of: None,
         copy_source: None,
         precondition: None,
+        oss_type: None,
     }
 }
 
