@@ -80,9 +80,75 @@ pub struct Checksums {
     /// the parts' values. None for data written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crc64ecma: Option<u64>,
+    /// How the `x-amz-checksum-*` value above relates to the object's
+    /// bytes (S3's `x-amz-checksum-type`): set on objects made by
+    /// CompleteMultipartUpload since the type was kept. None on parts, on
+    /// single-request uploads (always FULL_OBJECT) and on records written
+    /// before it was kept; [`Checksums::effective_type`] answers for those.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<ChecksumType>,
+}
+
+/// S3's `x-amz-checksum-type`: how a multipart object's checksum is made
+/// from its parts'.
+/// https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity-upload.html
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChecksumType {
+    /// The checksum of the parts' checksums, shown as `<b64>-<parts>`.
+    #[serde(rename = "COMPOSITE")]
+    Composite,
+    /// The checksum of the whole object's bytes (a CRC combined from the
+    /// parts' CRCs and sizes).
+    #[serde(rename = "FULL_OBJECT")]
+    FullObject,
+}
+
+impl ChecksumType {
+    /// The name S3 uses on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChecksumType::Composite => "COMPOSITE",
+            ChecksumType::FullObject => "FULL_OBJECT",
+        }
+    }
+
+    /// `COMPOSITE` / `FULL_OBJECT`, case-insensitive.
+    pub fn parse(name: &str) -> Option<ChecksumType> {
+        let name = name.trim();
+        [ChecksumType::Composite, ChecksumType::FullObject]
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(name))
+    }
 }
 
 impl Checksums {
+    /// The type S3 reports for these checksums (None without any): the
+    /// stored one, or for records without it, COMPOSITE when a value
+    /// carries the `-<parts>` suffix and FULL_OBJECT otherwise.
+    pub fn effective_type(&self) -> Option<ChecksumType> {
+        if self.is_empty() {
+            return None;
+        }
+        if let Some(t) = self.checksum_type {
+            return Some(t);
+        }
+        let composite = [
+            &self.crc32,
+            &self.crc32c,
+            &self.crc64nvme,
+            &self.sha1,
+            &self.sha256,
+        ]
+        .into_iter()
+        .flatten()
+        .any(|v| v.contains('-'));
+        Some(if composite {
+            ChecksumType::Composite
+        } else {
+            ChecksumType::FullObject
+        })
+    }
+
     /// Whether no `x-amz-checksum-*` value is present (`crc64ecma`, an OSS
     /// header, does not count).
     pub fn is_empty(&self) -> bool {
@@ -343,6 +409,10 @@ pub struct NewUpload {
     pub user_meta: BTreeMap<String, String>,
     /// `x-amz-checksum-algorithm` given at creation (upper case), if any.
     pub checksum_algorithm: Option<String>,
+    /// `x-amz-checksum-type` of the upload (given or S3's default for the
+    /// algorithm); None without an algorithm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<ChecksumType>,
     pub tags: BTreeMap<String, String>,
     pub owner: String,
     /// See `ObjectVersion::acl`.
@@ -363,6 +433,10 @@ pub struct UploadInfo {
     pub headers: ContentHeaders,
     pub user_meta: BTreeMap<String, String>,
     pub checksum_algorithm: Option<String>,
+    /// See `NewUpload::checksum_type`. None on uploads created before the
+    /// type was kept: those are COMPOSITE (the only type then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<ChecksumType>,
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
     #[serde(default)]

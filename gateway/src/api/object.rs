@@ -35,6 +35,13 @@ pub fn write_checksum_headers(out: &mut HeaderMap, checksums: &Checksums) {
     }
 }
 
+/// `x-amz-checksum-type` for stored checksums (none without any).
+pub fn write_checksum_type_header(out: &mut HeaderMap, checksums: &Checksums) {
+    if let Some(t) = checksums.effective_type() {
+        set_header(out, "x-amz-checksum-type", t.as_str());
+    }
+}
+
 /// The ETag of the key's current object, None when it has none (no
 /// version, or a delete marker on top).
 async fn current_etag(ctx: &Ctx, bucket: &str, key: &str) -> Result<Option<String>, S3Error> {
@@ -149,6 +156,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     set_header(out, "etag", &quote_etag(&etag));
     version_header(out, &version.version_id, shown);
     write_checksum_headers(out, &written.digests.checksums);
+    write_checksum_type_header(out, &written.digests.checksums);
     resp.extensions_mut().insert(ObjectFacts::Written {
         crc64: written.digests.checksums.crc64ecma,
     });
@@ -308,21 +316,7 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
             .is_some_and(|m| m.eq_ignore_ascii_case("ENABLED"))
     {
         write_checksum_headers(out, &v.checksums);
-        if !v.checksums.is_empty() {
-            let composite = !v.parts.is_empty()
-                && Algo::ALL
-                    .iter()
-                    .any(|a| get_checksum(&v.checksums, *a).is_some_and(|c| c.contains('-')));
-            set_header(
-                out,
-                "x-amz-checksum-type",
-                if composite {
-                    "COMPOSITE"
-                } else {
-                    "FULL_OBJECT"
-                },
-            );
-        }
+        write_checksum_type_header(out, &v.checksums);
     }
     resp.extensions_mut().insert(ObjectFacts::Read {
         multipart: !v.parts.is_empty(),
