@@ -801,4 +801,50 @@ mod tests {
             assert_eq!(back.precondition, conditional.precondition, "{format:?}");
         }
     }
+
+    /// Records from before checksum types read as without one (and the
+    /// type is derived as before); the type survives both formats and is
+    /// left out of records that have none.
+    #[test]
+    fn checksum_type_is_optional_in_records() {
+        let old_upload = r#"{"bucket":"bkt","key":"big","upload_id":"U","initiated_ms":1,"headers":{},"user_meta":{},"checksum_algorithm":"CRC32","tags":{},"owner":"O","replica_of":null}"#;
+        let u: UploadInfo = decode(old_upload.as_bytes()).unwrap();
+        assert_eq!(u.checksum_type, None);
+        let old: Checksums = decode(
+            br#"{"crc32":"AAAAAA==-3","crc32c":null,"crc64nvme":null,"sha1":null,"sha256":null}"#,
+        )
+        .unwrap();
+        assert_eq!(old.checksum_type, None);
+        assert_eq!(old.effective_type(), Some(ChecksumType::Composite));
+        let single = Checksums {
+            sha256: Some("x".into()),
+            ..Default::default()
+        };
+        assert_eq!(single.effective_type(), Some(ChecksumType::FullObject));
+        assert_eq!(Checksums::default().effective_type(), None);
+        assert!(!serde_json::to_string(&single)
+            .unwrap()
+            .contains("checksum_type"));
+        let full = Checksums {
+            crc64nvme: Some("AAAAAAAAAAA=".into()),
+            checksum_type: Some(ChecksumType::FullObject),
+            ..Default::default()
+        };
+        for format in [Format::Packed, Format::Json] {
+            let back: Checksums = decode(&encode(format, &full)).unwrap();
+            assert_eq!(back, full, "{format:?}");
+        }
+        assert!(serde_json::to_string(&full)
+            .unwrap()
+            .contains(r#""checksum_type":"FULL_OBJECT""#));
+        assert_eq!(
+            ChecksumType::parse(" full_object "),
+            Some(ChecksumType::FullObject)
+        );
+        assert_eq!(
+            ChecksumType::parse("COMPOSITE"),
+            Some(ChecksumType::Composite)
+        );
+        assert_eq!(ChecksumType::parse("BAD"), None);
+    }
 }
