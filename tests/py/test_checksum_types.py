@@ -106,6 +106,13 @@ def test_full_object_crc_is_combined_from_the_parts(s3, bucket, parts, algorithm
     # Without checksum mode: neither the value nor the type.
     plain = s3.head_object(Bucket=bucket, Key=key)["ResponseMetadata"]["HTTPHeaders"]
     assert "x-amz-checksum-type" not in plain
+    # A range that covers the object shows it; a smaller one does not, nor
+    # does a part of a FULL_OBJECT object.
+    whole_range = s3.head_object(Bucket=bucket, Key=key, Range=f"bytes=0-{len(data) - 1}", ChecksumMode="ENABLED")
+    assert whole_range["Checksum" + algorithm] == whole
+    for kw in ({"Range": "bytes=0-9"}, {"PartNumber": 2}):
+        h = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED", **kw)["ResponseMetadata"]["HTTPHeaders"]
+        assert "x-amz-checksum-type" not in h and f"x-amz-checksum-{algorithm.lower()}" not in h, kw
 
     attrs = s3.get_object_attributes(Bucket=bucket, Key=key, ObjectAttributes=["Checksum", "ObjectParts"])
     assert attrs["Checksum"] == {"Checksum" + algorithm: whole, "ChecksumType": "FULL_OBJECT"}
@@ -232,6 +239,10 @@ def test_composite_checksum_of_part_checksums(s3, bucket, parts, algorithm):
     assert head["Checksum" + algorithm] == expected and head["ChecksumType"] == "COMPOSITE"
     attrs = s3.get_object_attributes(Bucket=bucket, Key=key, ObjectAttributes=["Checksum"])
     assert attrs["Checksum"]["ChecksumType"] == "COMPOSITE"
+    # Part 2 of a COMPOSITE object shows that part's own checksum.
+    part = s3.head_object(Bucket=bucket, Key=key, PartNumber=2, ChecksumMode="ENABLED")
+    assert part["Checksum" + algorithm] == checksum_b64(algorithm, parts[1])
+    assert part["ChecksumType"] == "COMPOSITE"
 
     # CopyObject carries the checksum and its type.
     copied = s3.copy_object(Bucket=bucket, Key=key + "-copy", CopySource={"Bucket": bucket, "Key": key})
