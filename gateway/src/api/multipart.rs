@@ -17,8 +17,8 @@ use super::list::{non_empty, parse_max, Listing};
 use super::object::{write_checksum_headers, write_refusal};
 use super::tagging::tags_from_headers;
 use super::{
-    empty_response, read_small_body, replica_origin, set_header, shows_version_id, version_header,
-    xml_response, ApiResult, Ctx, ObjectFacts, OwnerNames, MAX_XML_BODY,
+    empty_response, read_complete_body, replica_origin, set_header, shows_version_id,
+    version_header, xml_response, ApiResult, Ctx, ObjectFacts, OwnerNames, MAX_XML_BODY,
 };
 use crate::blocks::{write_stream, Written};
 use crate::body::checksum::{
@@ -380,7 +380,8 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
     let precondition = write_precondition(ctx.headers())?;
     // A replication worker's completion carries the source's final mtime.
     let replica_of = replica_origin(ctx.headers())?;
-    let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
+    // Its x-amz-checksum-* header is the object's checksum, not the body's.
+    let body = read_complete_body(ctx, body, MAX_XML_BODY).await?;
     let completes_all = ctx.rules.complete_all;
     let upload = match ctx
         .gw
