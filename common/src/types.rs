@@ -80,9 +80,75 @@ pub struct Checksums {
     /// the parts' values. None for data written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crc64ecma: Option<u64>,
+    /// How the `x-amz-checksum-*` value above relates to the object's
+    /// bytes (S3's `x-amz-checksum-type`): set on objects made by
+    /// CompleteMultipartUpload since the type was kept. None on parts, on
+    /// single-request uploads (always FULL_OBJECT) and on records written
+    /// before it was kept; [`Checksums::effective_type`] answers for those.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<ChecksumType>,
+}
+
+/// S3's `x-amz-checksum-type`: how a multipart object's checksum is made
+/// from its parts'.
+/// https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity-upload.html
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChecksumType {
+    /// The checksum of the parts' checksums, shown as `<b64>-<parts>`.
+    #[serde(rename = "COMPOSITE")]
+    Composite,
+    /// The checksum of the whole object's bytes (a CRC combined from the
+    /// parts' CRCs and sizes).
+    #[serde(rename = "FULL_OBJECT")]
+    FullObject,
+}
+
+impl ChecksumType {
+    /// The name S3 uses on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChecksumType::Composite => "COMPOSITE",
+            ChecksumType::FullObject => "FULL_OBJECT",
+        }
+    }
+
+    /// `COMPOSITE` / `FULL_OBJECT`, case-insensitive.
+    pub fn parse(name: &str) -> Option<ChecksumType> {
+        let name = name.trim();
+        [ChecksumType::Composite, ChecksumType::FullObject]
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(name))
+    }
 }
 
 impl Checksums {
+    /// The type S3 reports for these checksums (None without any): the
+    /// stored one, or for records without it, COMPOSITE when a value
+    /// carries the `-<parts>` suffix and FULL_OBJECT otherwise.
+    pub fn effective_type(&self) -> Option<ChecksumType> {
+        if self.is_empty() {
+            return None;
+        }
+        if let Some(t) = self.checksum_type {
+            return Some(t);
+        }
+        let composite = [
+            &self.crc32,
+            &self.crc32c,
+            &self.crc64nvme,
+            &self.sha1,
+            &self.sha256,
+        ]
+        .into_iter()
+        .flatten()
+        .any(|v| v.contains('-'));
+        Some(if composite {
+            ChecksumType::Composite
+        } else {
+            ChecksumType::FullObject
+        })
+    }
+
     /// Whether no `x-amz-checksum-*` value is present (`crc64ecma`, an OSS
     /// header, does not count).
     pub fn is_empty(&self) -> bool {
@@ -359,6 +425,10 @@ pub struct NewUpload {
     pub user_meta: BTreeMap<String, String>,
     /// `x-amz-checksum-algorithm` given at creation (upper case), if any.
     pub checksum_algorithm: Option<String>,
+    /// `x-amz-checksum-type` of the upload (given or S3's default for the
+    /// algorithm); None without an algorithm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<ChecksumType>,
     pub tags: BTreeMap<String, String>,
     pub owner: String,
     /// See `ObjectVersion::acl`.
@@ -379,6 +449,10 @@ pub struct UploadInfo {
     pub headers: ContentHeaders,
     pub user_meta: BTreeMap<String, String>,
     pub checksum_algorithm: Option<String>,
+    /// See `NewUpload::checksum_type`. None on uploads created before the
+    /// type was kept: those are COMPOSITE (the only type then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<ChecksumType>,
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
     #[serde(default)]
@@ -743,5 +817,51 @@ mod tests {
             let back: NewObject = decode(&encode(format, &conditional)).unwrap();
             assert_eq!(back.precondition, conditional.precondition, "{format:?}");
         }
+    }
+
+    /// Records from before checksum types read as without one (and the
+    /// type is derived as before); the type survives both formats and is
+    /// left out of records that have none.
+    #[test]
+    fn checksum_type_is_optional_in_records() {
+        let old_upload = r#"{"bucket":"bkt","key":"big","upload_id":"U","initiated_ms":1,"headers":{},"user_meta":{},"checksum_algorithm":"CRC32","tags":{},"owner":"O","replica_of":null}"#;
+        let u: UploadInfo = decode(old_upload.as_bytes()).unwrap();
+        assert_eq!(u.checksum_type, None);
+        let old: Checksums = decode(
+            br#"{"crc32":"AAAAAA==-3","crc32c":null,"crc64nvme":null,"sha1":null,"sha256":null}"#,
+        )
+        .unwrap();
+        assert_eq!(old.checksum_type, None);
+        assert_eq!(old.effective_type(), Some(ChecksumType::Composite));
+        let single = Checksums {
+            sha256: Some("x".into()),
+            ..Default::default()
+        };
+        assert_eq!(single.effective_type(), Some(ChecksumType::FullObject));
+        assert_eq!(Checksums::default().effective_type(), None);
+        assert!(!serde_json::to_string(&single)
+            .unwrap()
+            .contains("checksum_type"));
+        let full = Checksums {
+            crc64nvme: Some("AAAAAAAAAAA=".into()),
+            checksum_type: Some(ChecksumType::FullObject),
+            ..Default::default()
+        };
+        for format in [Format::Packed, Format::Json] {
+            let back: Checksums = decode(&encode(format, &full)).unwrap();
+            assert_eq!(back, full, "{format:?}");
+        }
+        assert!(serde_json::to_string(&full)
+            .unwrap()
+            .contains(r#""checksum_type":"FULL_OBJECT""#));
+        assert_eq!(
+            ChecksumType::parse(" full_object "),
+            Some(ChecksumType::FullObject)
+        );
+        assert_eq!(
+            ChecksumType::parse("COMPOSITE"),
+            Some(ChecksumType::Composite)
+        );
+        assert_eq!(ChecksumType::parse("BAD"), None);
     }
 }

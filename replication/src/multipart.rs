@@ -15,12 +15,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use godwit_common::net::s3_remote::{content_md5_from_etag, tagging_header};
+use godwit_common::net::s3_remote::{
+    content_md5_from_etag, tagging_header, CompletePart, PartChecksum,
+};
 use godwit_common::replication::{ReplUpload, ReplicationTask};
 use godwit_common::types::PartRecord;
 
 use crate::remotes::Remote;
-use crate::task::{destination_label, object_headers, replica_header, Step, TaskError, TaskResult};
+use crate::task::{
+    destination_label, object_headers, replica_header, CarriedChecksum, Step, TaskError, TaskResult,
+};
 use crate::Replicator;
 
 /// A completion waits for part tasks this many times before it uploads the
@@ -145,15 +149,27 @@ pub(crate) async fn complete(
             upload_one(rep, task, remote, &up, part, &remote_upload).await?;
         }
     }
+    // Each part with its checksum, and the object's, when the source
+    // upload had an algorithm.
+    let carried = CarriedChecksum::of_upload(&up.upload).map(|c| CarriedChecksum {
+        object: PartChecksum::of(&version.checksums, c.algorithm).map(|v| v.value),
+        ..c
+    });
+    let parts: Vec<CompletePart> = listed
+        .iter()
+        .map(|(n, etag)| CompletePart {
+            checksum: carried.as_ref().and_then(|c| {
+                let part = up.parts.iter().find(|p| p.number == *n)?;
+                c.part(&part.checksums)
+            }),
+            ..CompletePart::new(*n, etag)
+        })
+        .collect();
+    let mut headers = vec![replica_header(&rep.cfg.region, version.last_modified_ms)];
+    headers.extend(carried.iter().flat_map(CarriedChecksum::complete_headers));
     match remote
         .client
-        .complete_multipart_upload(
-            dest,
-            &task.key,
-            &remote_upload,
-            &listed,
-            vec![replica_header(&rep.cfg.region, version.last_modified_ms)],
-        )
+        .complete_multipart_upload_parts(dest, &task.key, &remote_upload, &parts, headers)
         .await
     {
         Ok(etag) => {
@@ -253,6 +269,12 @@ async fn ensure_remote_upload(
     if !info.tags.is_empty() {
         headers.push(("x-amz-tagging".into(), tagging_header(&info.tags)));
     }
+    // The same checksum algorithm and type as the source upload.
+    headers.extend(
+        CarriedChecksum::of_upload(info)
+            .iter()
+            .flat_map(CarriedChecksum::create_headers),
+    );
     let dest = &task.destination_bucket;
     let mine = remote
         .client
@@ -299,9 +321,10 @@ async fn upload_one(
 ) -> Result<(), godwit_common::net::s3_remote::RemoteError> {
     let body = rep.body(task, remote, &part.data, &up.grant, 0, part.size);
     let md5 = content_md5_from_etag(&part.etag);
+    let checksum = CarriedChecksum::of_upload(&up.upload).and_then(|c| c.part(&part.checksums));
     let etag = remote
         .client
-        .upload_part(
+        .upload_part_checked(
             &task.destination_bucket,
             &task.key,
             remote_upload,
@@ -309,6 +332,7 @@ async fn upload_one(
             body,
             part.size,
             md5.as_deref(),
+            checksum.as_ref(),
         )
         .await?;
     if etag != part.etag {

@@ -6,12 +6,16 @@
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
-use godwit_common::net::s3_remote::{content_md5_from_etag, tagging_header, Headers, RemoteError};
+use godwit_common::net::s3_remote::{
+    content_md5_from_etag, tagging_header, CompletePart, Headers, PartChecksum, RemoteError,
+};
 use godwit_common::object_read::read_data_range;
 use godwit_common::replication::{
     ReplicationTask, TaskKind, TaskOutcome, ORIGINAL_MTIME_META, REPLICA_HEADER,
 };
-use godwit_common::types::{ContentHeaders, ObjectData, ObjectVersion, ReadGrant};
+use godwit_common::types::{
+    ChecksumType, Checksums, ContentHeaders, ObjectData, ObjectVersion, ReadGrant, UploadInfo,
+};
 use godwit_common::{ByteStream, MetaError};
 use tracing::Instrument;
 
@@ -242,6 +246,9 @@ impl Replicator {
         if let Some(md5) = content_md5_from_etag(&v.etag) {
             headers.push(("content-md5".into(), md5));
         }
+        // A single-request object's checksum is of its whole bytes: the
+        // destination checks it and keeps it.
+        headers.extend(PartChecksum::first_of(&v.checksums).map(|c| c.header()));
         let body = self.body(task, remote, &v.data, &obj.grant, 0, v.size);
         remote
             .client
@@ -259,22 +266,33 @@ impl Replicator {
         remote: &Remote,
         v: &ObjectVersion,
         grant: &ReadGrant,
-        headers: Headers,
+        mut headers: Headers,
     ) -> TaskResult {
-        let mut ranges = Vec::new(); // (number, start, end, etag)
+        // A single-request object split here goes without its checksum:
+        // its parts' values are not known before they are read.
+        let carried = CarriedChecksum::of_version(v);
+        headers.extend(carried.iter().flat_map(CarriedChecksum::create_headers));
+        let mut ranges = Vec::new(); // (number, start, end, etag, checksum)
         if v.parts.is_empty() {
             let mut start = 0;
             let mut n = 1;
             while start < v.size {
                 let end = (start + SPLIT_PART_SIZE).min(v.size);
-                ranges.push((n, start, end, None));
+                ranges.push((n, start, end, None, None));
                 start = end;
                 n += 1;
             }
         } else {
             let mut start = 0;
             for p in &v.parts {
-                ranges.push((p.number, start, start + p.size, Some(p.etag.clone())));
+                let checksum = carried.as_ref().and_then(|c| c.part(&p.checksums));
+                ranges.push((
+                    p.number,
+                    start,
+                    start + p.size,
+                    Some(p.etag.clone()),
+                    checksum,
+                ));
                 start += p.size;
             }
         }
@@ -284,14 +302,14 @@ impl Replicator {
             .create_multipart_upload(dest, &task.key, headers)
             .await?;
         let sent = futures::stream::iter(ranges)
-            .map(|(n, start, end, etag)| {
+            .map(|(n, start, end, etag, checksum)| {
                 let body = self.body(task, remote, &v.data, grant, start, end);
                 let md5 = etag.as_deref().and_then(content_md5_from_etag);
                 let upload_id = &upload_id;
                 async move {
                     let got = remote
                         .client
-                        .upload_part(
+                        .upload_part_checked(
                             dest,
                             &task.key,
                             upload_id,
@@ -299,9 +317,14 @@ impl Replicator {
                             body,
                             end - start,
                             md5.as_deref(),
+                            checksum.as_ref(),
                         )
                         .await?;
-                    Ok::<_, RemoteError>((n, got))
+                    Ok::<_, RemoteError>(CompletePart {
+                        number: n,
+                        etag: got,
+                        checksum,
+                    })
                 }
             })
             .buffered(PARTS_IN_FLIGHT)
@@ -309,15 +332,11 @@ impl Replicator {
             .await;
         let result = match sent {
             Ok(parts) => {
+                let mut headers = vec![replica_header(&self.cfg.region, v.last_modified_ms)];
+                headers.extend(carried.iter().flat_map(CarriedChecksum::complete_headers));
                 remote
                     .client
-                    .complete_multipart_upload(
-                        dest,
-                        &task.key,
-                        &upload_id,
-                        &parts,
-                        vec![replica_header(&self.cfg.region, v.last_modified_ms)],
-                    )
+                    .complete_multipart_upload_parts(dest, &task.key, &upload_id, &parts, headers)
                     .await
             }
             Err(e) => Err(e),
@@ -564,6 +583,86 @@ mod tests {
         assert_eq!(get(REPLICA_HEADER), Some("eu-west;1700000000123"));
     }
 
+    fn version_with(checksums: Checksums, parts: Vec<Checksums>) -> ObjectVersion {
+        use godwit_common::types::PartSummary;
+        ObjectVersion {
+            bucket: "b".into(),
+            key: "k".into(),
+            version_id: "v".into(),
+            is_delete_marker: false,
+            is_latest: true,
+            last_modified_ms: 0,
+            size: parts.len() as u64,
+            etag: "e-2".into(),
+            headers: Default::default(),
+            user_meta: Default::default(),
+            checksums,
+            data: ObjectData::Blocks(vec![]),
+            parts: parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, checksums)| PartSummary {
+                    number: i as u32 + 1,
+                    size: 1,
+                    etag: "e".into(),
+                    checksums,
+                })
+                .collect(),
+            tags: Default::default(),
+            owner: String::new(),
+            acl: None,
+            replication_status: None,
+            replica_of: None,
+        }
+    }
+
+    /// A FULL_OBJECT multipart object goes over as a FULL_OBJECT upload
+    /// whose Complete carries the whole-object CRC; a COMPOSITE one as
+    /// COMPOSITE (legacy records: type from the `-N`); parts without the
+    /// algorithm's value leave the checksum behind.
+    #[test]
+    fn multipart_copies_carry_the_checksum_and_its_type() {
+        let crc = |v: &str| Checksums {
+            crc32: Some(v.into()),
+            ..Default::default()
+        };
+        let whole = Checksums {
+            checksum_type: Some(ChecksumType::FullObject),
+            ..crc("AAAAAA==")
+        };
+        let v = version_with(whole, vec![crc("AAAAAQ=="), crc("AAAAAg==")]);
+        let c = CarriedChecksum::of_version(&v).unwrap();
+        assert_eq!(
+            c.create_headers(),
+            vec![
+                ("x-amz-checksum-algorithm".to_string(), "CRC32".to_string()),
+                ("x-amz-checksum-type".to_string(), "FULL_OBJECT".to_string())
+            ]
+        );
+        assert_eq!(
+            c.complete_headers(),
+            vec![
+                ("x-amz-checksum-type".to_string(), "FULL_OBJECT".to_string()),
+                ("x-amz-checksum-crc32".to_string(), "AAAAAA==".to_string())
+            ]
+        );
+        assert_eq!(c.part(&v.parts[1].checksums).unwrap().value, "AAAAAg==");
+
+        let legacy = version_with(crc("AAAAAA==-2"), vec![crc("AAAAAQ=="), crc("AAAAAg==")]);
+        let c = CarriedChecksum::of_version(&legacy).unwrap();
+        assert_eq!(c.checksum_type, ChecksumType::Composite);
+
+        let partless = version_with(
+            crc("AAAAAA==-2"),
+            vec![crc("AAAAAQ=="), Checksums::default()],
+        );
+        assert_eq!(CarriedChecksum::of_version(&partless), None);
+        assert_eq!(
+            CarriedChecksum::of_version(&version_with(Checksums::default(), vec![])),
+            None
+        );
+    }
+
     #[test]
     fn meta_errors_map_to_the_right_outcome_class() {
         assert!(matches!(
@@ -582,5 +681,92 @@ mod tests {
             TaskError::from(MetaError::InvalidArgument("x".into())),
             TaskError::Permanent(_)
         ));
+    }
+}
+
+/// How an object's additional checksum (S3 keeps one per object) goes to
+/// the destination of a multipart copy: the destination upload is created
+/// with the same algorithm and `x-amz-checksum-type`, every part carries
+/// its own value (S3 wants it on each part of such an upload, and in the
+/// Complete for COMPOSITE), and the Complete carries the object's value,
+/// which the destination compares with what it computes (COMPOSITE: the
+/// same parts give the same value; FULL_OBJECT: the CRC combined from the
+/// same bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CarriedChecksum {
+    pub algorithm: &'static str,
+    pub checksum_type: ChecksumType,
+    /// The object's value, once the source object exists.
+    pub object: Option<String>,
+}
+
+impl CarriedChecksum {
+    /// A completed multipart object's checksum, when every part has its
+    /// value of the object's algorithm (parts stored before checksums were
+    /// kept have none: the object then goes without, as before).
+    pub fn of_version(v: &ObjectVersion) -> Option<CarriedChecksum> {
+        let object = PartChecksum::first_of(&v.checksums)?;
+        let checksum_type = v.checksums.effective_type()?;
+        if v.parts.is_empty()
+            || !v
+                .parts
+                .iter()
+                .all(|p| PartChecksum::of(&p.checksums, object.algorithm).is_some())
+        {
+            return None;
+        }
+        Some(CarriedChecksum {
+            algorithm: object.algorithm,
+            checksum_type,
+            object: Some(object.value),
+        })
+    }
+
+    /// A source upload's algorithm and type (uploads from before the type
+    /// was kept are COMPOSITE); the object's value comes at completion.
+    pub fn of_upload(info: &UploadInfo) -> Option<CarriedChecksum> {
+        let name = info.checksum_algorithm.as_deref()?;
+        let algorithm = ["CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"]
+            .into_iter()
+            .find(|a| a.eq_ignore_ascii_case(name))?;
+        Some(CarriedChecksum {
+            algorithm,
+            checksum_type: info.checksum_type.unwrap_or(ChecksumType::Composite),
+            object: None,
+        })
+    }
+
+    /// Headers of the destination's CreateMultipartUpload.
+    pub fn create_headers(&self) -> Headers {
+        vec![
+            ("x-amz-checksum-algorithm".into(), self.algorithm.into()),
+            (
+                "x-amz-checksum-type".into(),
+                self.checksum_type.as_str().into(),
+            ),
+        ]
+    }
+
+    /// A part's value of the algorithm.
+    pub fn part(&self, c: &Checksums) -> Option<PartChecksum> {
+        PartChecksum::of(c, self.algorithm)
+    }
+
+    /// Headers of the destination's CompleteMultipartUpload.
+    pub fn complete_headers(&self) -> Headers {
+        let mut h: Headers = vec![(
+            "x-amz-checksum-type".into(),
+            self.checksum_type.as_str().into(),
+        )];
+        if let Some(value) = &self.object {
+            h.push(
+                PartChecksum {
+                    algorithm: self.algorithm,
+                    value: value.clone(),
+                }
+                .header(),
+            );
+        }
+        h
     }
 }

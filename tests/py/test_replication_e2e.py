@@ -411,6 +411,41 @@ def test_an_overwrite_replicates_and_the_latest_matches_the_source(source, dest)
     )
 
 
+def test_checksums_and_their_type_survive_replication(source, dest):
+    """A single PUT's checksum, a FULL_OBJECT multipart object's combined
+    CRC and a COMPOSITE one's value arrive with their type; the
+    destination recomputes each from the bytes and parts it received."""
+    srv, s3 = source()
+    d = new_dest_bucket(dest, "d-cksum")
+    src = new_source_bucket(s3, "src-cksum")
+    put_rules(s3, src, rule("all", 1, d, prefix="", dmr=True))
+
+    single = b"single request body " * 100
+    s3.put_object(Bucket=src, Key="single", Body=single, ChecksumAlgorithm="CRC32C")
+    parts = [random_bytes(5 * MIB, seed=41), random_bytes(MIB + 3, seed=42)]
+    for key, algorithm, kind in (("full", "CRC64NVME", "FULL_OBJECT"), ("composite", "SHA256", "COMPOSITE")):
+        up = s3.create_multipart_upload(Bucket=src, Key=key, ChecksumAlgorithm=algorithm, ChecksumType=kind)
+        done = []
+        for n, body in enumerate(parts, start=1):
+            r = s3.upload_part(
+                Bucket=src, Key=key, UploadId=up["UploadId"], PartNumber=n, Body=body, ChecksumAlgorithm=algorithm
+            )
+            done.append({"PartNumber": n, "ETag": r["ETag"], f"Checksum{algorithm}": r[f"Checksum{algorithm}"]})
+        s3.complete_multipart_upload(Bucket=src, Key=key, UploadId=up["UploadId"], MultipartUpload={"Parts": done})
+
+    wait_for_object(dest, d, "single", single)
+    wait_for_object(dest, d, "full", b"".join(parts))
+    wait_for_object(dest, d, "composite", b"".join(parts))
+    for key, algorithm in (("single", "CRC32C"), ("full", "CRC64NVME"), ("composite", "SHA256")):
+        want = s3.head_object(Bucket=src, Key=key, ChecksumMode="ENABLED")
+        got = dest.head_object(Bucket=d, Key=key, ChecksumMode="ENABLED")
+        field = f"Checksum{algorithm}"
+        assert got.get(field) == want[field], key
+        assert got.get("ChecksumType") == want["ChecksumType"], key
+    assert dest.head_object(Bucket=d, Key="full", ChecksumMode="ENABLED")["ChecksumType"] == "FULL_OBJECT"
+    assert dest.head_object(Bucket=d, Key="composite", ChecksumMode="ENABLED")["ChecksumSHA256"].endswith("-2")
+
+
 def test_a_version_delete_is_not_replicated(source, dest):
     srv, s3 = source()
     d = new_dest_bucket(dest, "d-vdelete")

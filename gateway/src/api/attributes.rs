@@ -18,7 +18,6 @@ use super::conditions::Conditions;
 use super::list::MAX_KEYS;
 use super::object::delete_marker_error;
 use super::{set_header, version_header, xml_response, ApiError, ApiResult, Ctx};
-use crate::body::checksum::{get_checksum, Algo};
 use crate::error::S3Error;
 use crate::xml::responses::{
     AttributesChecksum, AttributesPart, AttributesParts, ChecksumElems,
@@ -175,34 +174,16 @@ pub fn attributes(
         etag: wanted.etag.then(|| v.etag.clone()),
         checksum: wanted
             .checksum
-            .then(|| checksum_type(v))
+            .then(|| v.checksums.effective_type())
             .flatten()
-            .map(|checksum_type| AttributesChecksum {
+            .map(|t| AttributesChecksum {
                 checksums: ChecksumElems::from(&v.checksums),
-                checksum_type,
+                checksum_type: t.as_str(),
             }),
         object_parts: (wanted.object_parts && !v.parts.is_empty()).then(|| parts(&v.parts, page)),
         storage_class: wanted.storage_class.then_some("STANDARD"),
         object_size: wanted.object_size.then_some(v.size),
     }
-}
-
-/// How the object's stored checksums were computed: COMPOSITE for a
-/// multipart object's `…-N` values, FULL_OBJECT otherwise (GetObject's
-/// `x-amz-checksum-type` rule); None without any.
-fn checksum_type(v: &ObjectVersion) -> Option<&'static str> {
-    if v.checksums.is_empty() {
-        return None;
-    }
-    let composite = !v.parts.is_empty()
-        && Algo::ALL
-            .iter()
-            .any(|a| get_checksum(&v.checksums, *a).is_some_and(|c| c.contains('-')));
-    Some(if composite {
-        "COMPOSITE"
-    } else {
-        "FULL_OBJECT"
-    })
 }
 
 /// One page of `parts`: those numbered above the marker, at most

@@ -194,6 +194,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
         xmlns: Ns::default(),
         etag: quote_etag(&version.etag),
         last_modified: iso8601_ms(version.last_modified_ms),
+        checksum_type: version.checksums.effective_type().map(|t| t.as_str()),
         checksums: (&version.checksums).into(),
     };
     let mut resp = xml_response(StatusCode::OK, render("CopyObjectResult", &doc)?);
@@ -240,6 +241,7 @@ pub async fn upload_part_copy(ctx: &Ctx, part_number: u32, upload_id: &str) -> A
         xmlns: Ns::default(),
         etag: quote_etag(&part.etag),
         last_modified: iso8601_ms(part.last_modified_ms),
+        checksum_type: None,
         checksums: (&part.checksums).into(),
     };
     let mut resp = xml_response(StatusCode::OK, render("CopyPartResult", &doc)?);

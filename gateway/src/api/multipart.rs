@@ -6,10 +6,10 @@
 
 use axum::body::Body;
 use godwit_common::types::{
-    Checksums, CompleteUpload, ListPartsPage, ListUploadsPage, ListUploadsQuery, NewUpload,
-    ObjectVersion, PartRecord, UploadInfo,
+    ChecksumType, Checksums, CompleteUpload, ListPartsPage, ListUploadsPage, ListUploadsQuery,
+    NewUpload, ObjectVersion, PartRecord, UploadInfo,
 };
-use http::StatusCode;
+use http::{HeaderMap, StatusCode};
 
 use super::conditions::write_precondition;
 use super::headers::{content_headers, user_meta};
@@ -17,13 +17,13 @@ use super::list::{non_empty, parse_max, Listing};
 use super::object::{write_checksum_headers, write_refusal};
 use super::tagging::tags_from_headers;
 use super::{
-    empty_response, read_small_body, replica_origin, set_header, shows_version_id, version_header,
-    xml_response, ApiResult, Ctx, ObjectFacts, OwnerNames, MAX_XML_BODY,
+    empty_response, read_complete_body, replica_origin, set_header, shows_version_id,
+    version_header, xml_response, ApiResult, Ctx, ObjectFacts, OwnerNames, MAX_XML_BODY,
 };
 use crate::blocks::{write_stream, Written};
 use crate::body::checksum::{
-    algo_from_name, composite_checksum, expected_from_headers, get_checksum, set_checksum, verify,
-    Algo,
+    algo_from_name, composite_checksum, expected_from_headers, full_object_checksum, get_checksum,
+    is_valid_checksum, set_checksum, verify, Algo, Expected,
 };
 use crate::error::S3Error;
 use crate::names::check_key;
@@ -35,21 +35,61 @@ use crate::MAX_PUT_SIZE;
 
 pub use godwit_common::clock::now_ms;
 
-/// `x-amz-checksum-algorithm` of CreateMultipartUpload.
-fn upload_algorithm(ctx: &Ctx) -> Result<Option<Algo>, S3Error> {
-    match ctx.header("x-amz-checksum-algorithm") {
-        None => Ok(None),
-        Some(name) => algo_from_name(name).map(Some).ok_or_else(|| {
-            S3Error::InvalidRequest(format!(
-                "Checksum algorithm provided is unsupported: {name}"
-            ))
-        }),
+/// `x-amz-checksum-algorithm` and `x-amz-checksum-type` of
+/// CreateMultipartUpload, checked as S3 checks them: the type needs an
+/// algorithm, defaults to FULL_OBJECT for CRC64NVME and COMPOSITE for the
+/// others, and FULL_OBJECT needs a CRC (it is combined from the parts'),
+/// COMPOSITE is not offered for CRC64NVME.
+/// https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity-upload.html
+pub fn upload_checksum(
+    algorithm: Option<&str>,
+    checksum_type: Option<&str>,
+) -> Result<Option<(Algo, ChecksumType)>, S3Error> {
+    let algo = algorithm
+        .map(|name| {
+            algo_from_name(name).ok_or_else(|| {
+                S3Error::InvalidRequest(
+                    "Checksum algorithm provided is unsupported. Please try again with any of \
+                     the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]"
+                        .into(),
+                )
+            })
+        })
+        .transpose()?;
+    let given = checksum_type
+        .map(|t| {
+            ChecksumType::parse(t).ok_or_else(|| {
+                S3Error::InvalidRequest("Value for x-amz-checksum-type header is invalid.".into())
+            })
+        })
+        .transpose()?;
+    match (algo, given) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(S3Error::InvalidRequest(
+            "The x-amz-checksum-type header can only be used with the \
+             x-amz-checksum-algorithm header."
+                .into(),
+        )),
+        (Some(a), t) => {
+            let t = t.unwrap_or_else(|| a.default_type());
+            if !a.supports(t) {
+                return Err(S3Error::InvalidRequest(format!(
+                    "The {} checksum type cannot be used with the {} checksum algorithm.",
+                    t.as_str(),
+                    a.name().to_ascii_lowercase()
+                )));
+            }
+            Ok(Some((a, t)))
+        }
     }
 }
 
 pub async fn create_upload(ctx: &Ctx) -> ApiResult {
     check_key(ctx.key())?;
-    let algo = upload_algorithm(ctx)?;
+    let checksum = upload_checksum(
+        ctx.header("x-amz-checksum-algorithm"),
+        ctx.header("x-amz-checksum-type"),
+    )?;
     let tags = tags_from_headers(ctx)?;
     // A replication worker's upload: its parts and object are replicas.
     let replica_of = replica_origin(ctx.headers())?;
@@ -65,7 +105,8 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
             key: ctx.key().to_string(),
             headers: content_headers(ctx.headers()),
             user_meta: user_meta(ctx.headers())?,
-            checksum_algorithm: algo.map(|a| a.name().to_string()),
+            checksum_algorithm: checksum.map(|(a, _)| a.name().to_string()),
+            checksum_type: checksum.map(|(_, t)| t),
             tags,
             owner: access.owner,
             acl: access.acl,
@@ -82,15 +123,43 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
         StatusCode::OK,
         render("InitiateMultipartUploadResult", &doc)?,
     );
-    if let Some(a) = algo {
+    if let Some((a, t)) = checksum {
         set_header(resp.headers_mut(), "x-amz-checksum-algorithm", a.name());
+        set_header(resp.headers_mut(), "x-amz-checksum-type", t.as_str());
     }
     Ok(resp)
 }
 
-/// The algorithm an upload was created with, if any.
-fn stored_algorithm(name: Option<&str>) -> Option<Algo> {
-    name.and_then(algo_from_name)
+/// The algorithm and checksum type an upload was created with, if any.
+/// Uploads created before the type was kept are COMPOSITE, the only type
+/// they could have.
+pub fn upload_checksum_of(upload: &UploadInfo) -> Option<(Algo, ChecksumType)> {
+    let algo = upload
+        .checksum_algorithm
+        .as_deref()
+        .and_then(algo_from_name)?;
+    Some((
+        algo,
+        upload.checksum_type.unwrap_or(ChecksumType::Composite),
+    ))
+}
+
+/// S3 refuses a part whose own checksum (header or trailer) is of another
+/// algorithm than its upload's. A part without one is accepted here (S3
+/// refuses it): the upload's algorithm is computed for it anyway.
+fn check_part_algorithm(upload_algo: Algo, expected: &Expected) -> Result<(), S3Error> {
+    let sent = Algo::ALL.into_iter().find(|a| {
+        *a != upload_algo
+            && (get_checksum(&expected.checksums, *a).is_some() || expected.trailer.contains(a))
+    });
+    match sent {
+        None => Ok(()),
+        Some(other) => Err(S3Error::InvalidRequest(format!(
+            "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
+            upload_algo.name().to_ascii_lowercase(),
+            other.name().to_ascii_lowercase()
+        ))),
+    }
 }
 
 /// Records a part whose bytes are durable, and answers with its ETag and
@@ -126,8 +195,9 @@ pub async fn upload_part(ctx: &Ctx, part_number: u32, upload_id: &str, body: Bod
     let expected = expected_from_headers(ctx.headers())?;
     let mut algos = expected.compute.clone();
     // Every part of an upload with an algorithm gets its checksum, so the
-    // composite can be computed at completion.
-    if let Some(a) = stored_algorithm(upload.checksum_algorithm.as_deref()) {
+    // object's (composite or full-object) can be computed at completion.
+    if let Some((a, _)) = upload_checksum_of(&upload) {
+        check_part_algorithm(a, &expected)?;
         if !algos.contains(&a) {
             algos.push(a);
         }
@@ -176,16 +246,86 @@ async fn all_parts(ctx: &Ctx, upload_id: &str) -> Result<Vec<PartRecord>, S3Erro
     }
 }
 
-/// The composite checksum of the listed parts (S3's `base64(H(c1..cn))-n`),
-/// checking any checksum the client repeated in the Complete request.
-pub fn composite_of(
+/// What a CompleteMultipartUpload says of the object's checksum:
+/// `x-amz-checksum-type` and an `x-amz-checksum-*` value to compare (the
+/// full-object value the SDKs' transfer managers send, or a composite
+/// one, with or without its `-N`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct CompleteAsk {
+    pub checksum_type: Option<ChecksumType>,
+    pub value: Option<(Algo, String)>,
+}
+
+/// Whether `value` is a checksum of `algo`, or a composite one with its
+/// `-<parts>` suffix.
+fn is_valid_object_checksum(algo: Algo, value: &str) -> bool {
+    let value = value.trim();
+    let digest = match value.rsplit_once('-') {
+        Some((digest, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => digest,
+        Some(_) => return false,
+        None => value,
+    };
+    is_valid_checksum(algo, digest)
+}
+
+/// The checksum headers of a CompleteMultipartUpload (InvalidRequest for a
+/// malformed or repeated one, with S3's messages).
+pub fn complete_ask(headers: &HeaderMap) -> Result<CompleteAsk, S3Error> {
+    let mut ask = CompleteAsk::default();
+    if let Some(t) = headers.get("x-amz-checksum-type") {
+        ask.checksum_type = Some(t.to_str().ok().and_then(ChecksumType::parse).ok_or_else(
+            || S3Error::InvalidRequest("Value for x-amz-checksum-type header is invalid.".into()),
+        )?);
+    }
+    for algo in Algo::ALL {
+        let Some(value) = headers.get(algo.header_name()) else {
+            continue;
+        };
+        let value = value.to_str().unwrap_or("\u{fffd}");
+        if !is_valid_object_checksum(algo, value) {
+            return Err(S3Error::InvalidRequest(format!(
+                "Value for {} header is invalid.",
+                algo.header_name()
+            )));
+        }
+        if ask.value.is_some() {
+            return Err(S3Error::InvalidRequest(
+                "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed."
+                    .into(),
+            ));
+        }
+        ask.value = Some((algo, value.trim().to_string()));
+    }
+    Ok(ask)
+}
+
+/// S3's answer to a part listed with a checksum that is not the part's.
+fn part_not_found() -> S3Error {
+    S3Error::InvalidPart(
+        "One or more of the specified parts could not be found.  The part may not have been \
+         uploaded, or the specified entity tag may not match the part's entity tag."
+            .into(),
+    )
+}
+
+/// The object checksum of an upload created with `algo` and `ctype`, from
+/// the listed parts (in their order) and what is stored of them:
+/// COMPOSITE, `base64(H(c1 || .. || cn))-n`; FULL_OBJECT, the parts' CRCs
+/// combined with their sizes into the CRC of the whole object. Checks, as
+/// S3 does, each checksum the client repeats for a part (InvalidPart when
+/// it is not the part's; for COMPOSITE every part must repeat it), and the
+/// object value the client sent in `ask` (BadDigest when it is not the
+/// object's, or of another algorithm). None when a listed part was never
+/// uploaded: meta rejects that (InvalidPart).
+pub fn object_checksum(
     algo: Algo,
+    ctype: ChecksumType,
     listed: &[CompletePart],
     stored: &[PartRecord],
+    ask: &CompleteAsk,
 ) -> Result<Option<String>, S3Error> {
     let mut values = Vec::with_capacity(listed.len());
     for p in listed {
-        // A part that was never uploaded is meta's to reject (InvalidPart).
         let Some(part) = stored.iter().find(|s| s.number == p.part_number) else {
             return Ok(None);
         };
@@ -196,25 +336,52 @@ pub fn composite_of(
                 algo.name()
             )));
         };
-        if let Some(given) = get_checksum(&p.checksums(), algo) {
-            if given.trim() != value {
-                return Err(S3Error::InvalidPart(format!(
-                    "The {} checksum of part {} does not match the uploaded part.",
-                    algo.name(),
+        match (get_checksum(&p.checksums(), algo), ctype) {
+            (Some(given), _) if given.trim() != value => return Err(part_not_found()),
+            (Some(_), _) | (None, ChecksumType::FullObject) => {}
+            (None, ChecksumType::Composite) => {
+                return Err(S3Error::InvalidRequest(format!(
+                    "The upload was created using a {} checksum. The complete request must \
+                     include the checksum for each part. It was missing for part {} in the \
+                     request.",
+                    algo.name().to_ascii_lowercase(),
                     p.part_number
-                )));
+                )))
             }
         }
-        values.push(value.clone());
+        values.push((value.clone(), part.size));
     }
-    Ok(Some(composite_checksum(algo, &values)))
+    let whole = match ctype {
+        ChecksumType::Composite => {
+            let digests: Vec<String> = values.into_iter().map(|(v, _)| v).collect();
+            composite_checksum(algo, &digests)
+        }
+        ChecksumType::FullObject => full_object_checksum(algo, &values).ok_or_else(|| {
+            S3Error::InternalError(format!("a stored part's {} is malformed", algo.name()))
+        })?,
+    };
+    if let Some((given_algo, given)) = &ask.value {
+        // A composite value may be given with or without its "-N".
+        let matches = *given_algo == algo
+            && (*given == whole
+                || (ctype == ChecksumType::Composite
+                    && whole.rsplit_once('-').is_some_and(|(d, _)| d == given)));
+        if !matches {
+            return Err(S3Error::BadDigest(format!(
+                "The {} you specified did not match the calculated checksum.",
+                algo.name().to_ascii_lowercase()
+            )));
+        }
+    }
+    Ok(Some(whole))
 }
 
 pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResult {
     let precondition = write_precondition(ctx.headers())?;
     // A replication worker's completion carries the source's final mtime.
     let replica_of = replica_origin(ctx.headers())?;
-    let body = read_small_body(ctx, body, MAX_XML_BODY).await?;
+    // Its x-amz-checksum-* header is the object's checksum, not the body's.
+    let body = read_complete_body(ctx, body, MAX_XML_BODY).await?;
     let completes_all = ctx.rules.complete_all;
     let upload = match ctx
         .gw
@@ -250,17 +417,25 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
         }
         Err(e) => return Err(e.into()),
     };
+    let ask = complete_ask(ctx.headers())?;
+    let upload_checksum = upload_checksum_of(&upload);
+    match (ask.checksum_type, upload_checksum) {
+        (Some(asked), Some((_, t))) if asked != t => return Err(type_mismatch(t.as_str()).into()),
+        (Some(_), None) => return Err(type_mismatch("null").into()),
+        _ => {}
+    }
     let mut checksums = Checksums::default();
     // The parts are read for the whole object's CRC-64 (kept for OSS
-    // readers whatever the writer's dialect) and any composite checksum.
+    // readers whatever the writer's dialect) and the object checksum.
     let stored = all_parts(ctx, upload_id).await?;
     let doc = match completes_all {
         Some(refusal) => complete_all(&body.bytes, &stored, refusal)?,
         None => parse_complete(&body.bytes)?,
     };
-    if let Some(algo) = stored_algorithm(upload.checksum_algorithm.as_deref()) {
-        if let Some(value) = composite_of(algo, &doc.parts, &stored)? {
+    if let Some((algo, ctype)) = upload_checksum {
+        if let Some(value) = object_checksum(algo, ctype, &doc.parts, &stored, &ask)? {
             set_checksum(&mut checksums, algo, value);
+            checksums.checksum_type = Some(ctype);
         }
     }
     checksums.crc64ecma = whole_crc64(&doc.parts, &stored);
@@ -285,6 +460,15 @@ pub async fn complete_upload(ctx: &Ctx, upload_id: &str, body: Body) -> ApiResul
     complete_response(ctx, &version).await
 }
 
+/// A Complete whose `x-amz-checksum-type` is not its upload's (`created`:
+/// the upload's type, "null" without one).
+fn type_mismatch(created: &str) -> S3Error {
+    S3Error::InvalidRequest(format!(
+        "The upload was created using the {created} checksum mode. The complete request must \
+         use the same checksum mode."
+    ))
+}
+
 /// (part number, unquoted ETag) of a Complete's part list, in its order.
 fn listed_parts(parts: &[CompletePart]) -> Vec<(u32, String)> {
     parts
@@ -303,6 +487,7 @@ async fn complete_response(ctx: &Ctx, version: &ObjectVersion) -> ApiResult {
         key: ctx.key().to_string(),
         etag: quote_etag(&version.etag),
         checksums: (&version.checksums).into(),
+        checksum_type: version.checksums.effective_type().map(ChecksumType::as_str),
     };
     let mut resp = xml_response(
         StatusCode::OK,
@@ -363,14 +548,15 @@ pub fn complete_all(
     Ok(CompleteMultipartUpload {
         parts: stored
             .iter()
+            // Every uploaded part, so every stored checksum too.
             .map(|p| CompletePart {
                 part_number: p.number,
                 etag: p.etag.clone(),
-                crc32: None,
-                crc32c: None,
-                crc64nvme: None,
-                sha1: None,
-                sha256: None,
+                crc32: p.checksums.crc32.clone(),
+                crc32c: p.checksums.crc32c.clone(),
+                crc64nvme: p.checksums.crc64nvme.clone(),
+                sha1: p.checksums.sha1.clone(),
+                sha256: p.checksums.sha256.clone(),
             })
             .collect(),
     })
@@ -531,6 +717,20 @@ mod tests {
         }
     }
 
+    fn composite(
+        algo: Algo,
+        listed: &[CompletePart],
+        stored: &[PartRecord],
+    ) -> Result<Option<String>, S3Error> {
+        object_checksum(
+            algo,
+            ChecksumType::Composite,
+            listed,
+            stored,
+            &CompleteAsk::default(),
+        )
+    }
+
     #[test]
     fn composite_checksum_uses_listed_parts_in_order() {
         let parts = [
@@ -538,9 +738,9 @@ mod tests {
             stored(2, Some("AAAAAQ==")),
             stored(3, Some("AAAAAg==")),
         ];
-        let got = composite_of(
+        let got = composite(
             Algo::Crc32,
-            &[listed(1, None), listed(3, Some("AAAAAg=="))],
+            &[listed(1, Some("AAAAAA==")), listed(3, Some("AAAAAg=="))],
             &parts,
         )
         .unwrap()
@@ -552,21 +752,210 @@ mod tests {
         assert!(got.ends_with("-2"), "{got}");
     }
 
+    /// S3's refusals, with its codes and messages: a repeated part
+    /// checksum that is not the part's is InvalidPart; COMPOSITE needs
+    /// every part's; a part stored without one cannot be combined.
     #[test]
     fn composite_checksum_rejects_mismatch_and_missing() {
         let parts = [stored(1, Some("AAAAAA==")), stored(2, None)];
+        let err = composite(Algo::Crc32, &[listed(1, Some("AAAAAQ=="))], &parts).unwrap_err();
+        assert!(
+            matches!(err, S3Error::InvalidPart(ref m) if m.starts_with("One or more of the specified parts could not be found.")),
+            "{err:?}"
+        );
+        let err = composite(Algo::Crc32, &[listed(1, None)], &parts).unwrap_err();
+        assert!(
+            matches!(err, S3Error::InvalidRequest(ref m) if m == "The upload was created using a crc32 checksum. The complete request must include the checksum for each part. It was missing for part 1 in the request."),
+            "{err:?}"
+        );
         assert!(matches!(
-            composite_of(Algo::Crc32, &[listed(1, Some("AAAAAQ=="))], &parts),
-            Err(S3Error::InvalidPart(_))
-        ));
-        assert!(matches!(
-            composite_of(Algo::Crc32, &[listed(2, None)], &parts),
+            composite(Algo::Crc32, &[listed(2, None)], &parts),
             Err(S3Error::InvalidPart(_))
         ));
         // Unknown part: left to meta.
         assert_eq!(
-            composite_of(Algo::Crc32, &[listed(9, None)], &parts).unwrap(),
+            composite(Algo::Crc32, &[listed(9, None)], &parts).unwrap(),
             None
         );
+    }
+
+    /// Parts whose CRC32s and sizes are real: FULL_OBJECT gives the CRC32
+    /// of the whole body, accepts the matching value from the client, and
+    /// refuses another one (BadDigest, algorithm in lower case as S3 words
+    /// it on Complete) or one of another algorithm; parts need not repeat
+    /// their checksums.
+    #[test]
+    fn full_object_checksum_is_the_whole_bodys_crc() {
+        use crate::body::checksum::Hasher;
+        let crc = |data: &[u8]| {
+            let mut h = Hasher::new(&[Algo::Crc32]);
+            h.update(data);
+            h.finish().checksums.crc32.unwrap()
+        };
+        let (a, b) = (vec![1u8; 5000], b"tail".to_vec());
+        let mut parts = vec![stored(1, Some(&crc(&a))), stored(2, Some(&crc(&b)))];
+        parts[0].size = a.len() as u64;
+        parts[1].size = b.len() as u64;
+        let whole = crc(&[a.clone(), b.clone()].concat());
+        let listed_parts = [listed(1, None), listed(2, Some(&crc(&b)))];
+        let full = |ask: &CompleteAsk| {
+            object_checksum(
+                Algo::Crc32,
+                ChecksumType::FullObject,
+                &listed_parts,
+                &parts,
+                ask,
+            )
+        };
+        assert_eq!(full(&CompleteAsk::default()).unwrap(), Some(whole.clone()));
+        let ask = |algo: Algo, v: &str| CompleteAsk {
+            checksum_type: Some(ChecksumType::FullObject),
+            value: Some((algo, v.to_string())),
+        };
+        assert_eq!(
+            full(&ask(Algo::Crc32, &whole)).unwrap(),
+            Some(whole.clone())
+        );
+        let err = full(&ask(Algo::Crc32, "AAAAAA==")).unwrap_err();
+        assert!(
+            matches!(err, S3Error::BadDigest(ref m) if m == "The crc32 you specified did not match the calculated checksum."),
+            "{err:?}"
+        );
+        assert!(matches!(
+            full(&ask(Algo::Crc32c, &whole)),
+            Err(S3Error::BadDigest(_))
+        ));
+        // A composite value is no full-object value.
+        assert!(matches!(
+            full(&ask(Algo::Crc32, &format!("{whole}-2"))),
+            Err(S3Error::BadDigest(_))
+        ));
+    }
+
+    /// A composite value is accepted with or without its "-N", and not
+    /// with another N.
+    #[test]
+    fn composite_value_from_the_client_with_or_without_its_count() {
+        let parts = [stored(1, Some("AAAAAA=="))];
+        let whole = composite_checksum(Algo::Crc32, &["AAAAAA==".into()]);
+        let (digest, _) = whole.rsplit_once('-').unwrap();
+        for (given, ok) in [
+            (whole.clone(), true),
+            (digest.to_string(), true),
+            (format!("{digest}-2"), false),
+        ] {
+            let ask = CompleteAsk {
+                checksum_type: None,
+                value: Some((Algo::Crc32, given.clone())),
+            };
+            let got = object_checksum(
+                Algo::Crc32,
+                ChecksumType::Composite,
+                &[listed(1, Some("AAAAAA=="))],
+                &parts,
+                &ask,
+            );
+            assert_eq!(got.is_ok(), ok, "{given}: {got:?}");
+        }
+    }
+
+    fn hmap(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn complete_headers_are_checked_as_s3_checks_them() {
+        let ask = complete_ask(&hmap(&[
+            ("x-amz-checksum-type", "full_object"),
+            ("x-amz-checksum-crc64nvme", "AAAAAAAAAAA="),
+        ]))
+        .unwrap();
+        assert_eq!(ask.checksum_type, Some(ChecksumType::FullObject));
+        assert_eq!(ask.value, Some((Algo::Crc64Nvme, "AAAAAAAAAAA=".into())));
+        let ask = complete_ask(&hmap(&[(
+            "x-amz-checksum-sha256",
+            &format!("{}-3", "A".repeat(43) + "="),
+        )]))
+        .unwrap();
+        assert!(ask.value.is_some());
+        for (pairs, message) in [
+            (
+                vec![("x-amz-checksum-type", "BADCHECKSUM")],
+                "Value for x-amz-checksum-type header is invalid.",
+            ),
+            (
+                vec![("x-amz-checksum-crc32", "AAAAAA==-a")],
+                "Value for x-amz-checksum-crc32 header is invalid.",
+            ),
+            (
+                vec![("x-amz-checksum-crc32", "AAAA")],
+                "Value for x-amz-checksum-crc32 header is invalid.",
+            ),
+            (
+                vec![("x-amz-checksum-crc32", "AAAAAA=="), ("x-amz-checksum-crc32c", "AAAAAA==")],
+                "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.",
+            ),
+        ] {
+            let err = complete_ask(&hmap(&pairs)).unwrap_err();
+            assert!(matches!(err, S3Error::InvalidRequest(ref m) if m == message), "{pairs:?}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn create_checks_algorithm_and_type_as_s3_does() {
+        use ChecksumType::*;
+        assert_eq!(upload_checksum(None, None).unwrap(), None);
+        assert_eq!(
+            upload_checksum(Some("crc32"), None).unwrap(),
+            Some((Algo::Crc32, Composite))
+        );
+        assert_eq!(
+            upload_checksum(Some("SHA256"), None).unwrap(),
+            Some((Algo::Sha256, Composite))
+        );
+        assert_eq!(
+            upload_checksum(Some("CRC64NVME"), None).unwrap(),
+            Some((Algo::Crc64Nvme, FullObject))
+        );
+        assert_eq!(
+            upload_checksum(Some("CRC32C"), Some("FULL_OBJECT")).unwrap(),
+            Some((Algo::Crc32c, FullObject))
+        );
+        for (algo, t, message) in [
+            (None, Some("FULL_OBJECT"), "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header."),
+            (Some("SHA256"), Some("FULL_OBJECT"), "The FULL_OBJECT checksum type cannot be used with the sha256 checksum algorithm."),
+            (Some("SHA1"), Some("FULL_OBJECT"), "The FULL_OBJECT checksum type cannot be used with the sha1 checksum algorithm."),
+            (Some("CRC64NVME"), Some("COMPOSITE"), "The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm."),
+            (Some("CRC32"), Some("BADCHECKSUM"), "Value for x-amz-checksum-type header is invalid."),
+            (Some("MD4"), None, "Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]"),
+        ] {
+            let err = upload_checksum(algo, t).unwrap_err();
+            assert!(matches!(err, S3Error::InvalidRequest(ref m) if m == message), "{algo:?} {t:?}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn a_part_of_another_algorithm_is_refused() {
+        let e = expected_from_headers(&hmap(&[("x-amz-checksum-sha256", &("A".repeat(43) + "="))]))
+            .unwrap();
+        let err = check_part_algorithm(Algo::Crc32, &e).unwrap_err();
+        assert!(
+            matches!(err, S3Error::InvalidRequest(ref m) if m == "Checksum Type mismatch occurred, expected checksum Type: crc32, actual checksum Type: sha256"),
+            "{err:?}"
+        );
+        let e =
+            expected_from_headers(&hmap(&[("x-amz-trailer", "x-amz-checksum-crc32c")])).unwrap();
+        assert!(check_part_algorithm(Algo::Crc32, &e).is_err());
+        let e = expected_from_headers(&hmap(&[("x-amz-trailer", "x-amz-checksum-crc32")])).unwrap();
+        check_part_algorithm(Algo::Crc32, &e).unwrap();
+        // No checksum of its own: computed here.
+        check_part_algorithm(Algo::Crc32, &Expected::default()).unwrap();
     }
 }

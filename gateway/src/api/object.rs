@@ -5,7 +5,8 @@ use axum::body::Body;
 use axum::response::Response;
 use futures::StreamExt;
 use godwit_common::types::{
-    Checksums, NewObject, ObjectRead, ObjectVersion, OssObjectType, WritePrecondition,
+    ChecksumType, Checksums, NewObject, ObjectRead, ObjectVersion, OssObjectType,
+    WritePrecondition,
     NULL_VERSION_ID,
 };
 use godwit_common::MetaError;
@@ -33,6 +34,13 @@ pub fn write_checksum_headers(out: &mut HeaderMap, checksums: &Checksums) {
         if let Some(value) = get_checksum(checksums, algo) {
             set_header(out, algo.header_name(), value);
         }
+    }
+}
+
+/// `x-amz-checksum-type` for stored checksums (none without any).
+pub fn write_checksum_type_header(out: &mut HeaderMap, checksums: &Checksums) {
+    if let Some(t) = checksums.effective_type() {
+        set_header(out, "x-amz-checksum-type", t.as_str());
     }
 }
 
@@ -151,6 +159,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     set_header(out, "etag", &quote_etag(&etag));
     version_header(out, &version.version_id, shown);
     write_checksum_headers(out, &written.digests.checksums);
+    write_checksum_type_header(out, &written.digests.checksums);
     resp.extensions_mut().insert(ObjectFacts::Written {
         crc64: written.digests.checksums.crc64ecma,
     });
@@ -220,6 +229,33 @@ pub fn part_span(v: &ObjectVersion, n: u32) -> Result<(u64, u64, Option<usize>),
         .ok_or(S3Error::InvalidPartNumber)?;
     let start: u64 = v.parts[..index].iter().map(|p| p.size).sum();
     Ok((start, start + v.parts[index].size, Some(v.parts.len())))
+}
+
+/// The checksums a GET/HEAD with checksum mode shows for the bytes it
+/// serves (`start..end`, or part `part_number`): the object's when they
+/// are the whole object (a Range that covers it included, as S3 answers);
+/// for part N of a COMPOSITE object, that part's own, typed COMPOSITE; none
+/// for any other span (a FULL_OBJECT object's part, a partial range).
+pub fn shown_checksums(
+    v: &ObjectVersion,
+    part_number: Option<u32>,
+    start: u64,
+    end: u64,
+) -> Option<Checksums> {
+    match part_number {
+        Some(n) if !v.parts.is_empty() => {
+            if v.checksums.effective_type() != Some(ChecksumType::Composite) {
+                return None;
+            }
+            let part = v.parts.get((n as usize).checked_sub(1)?)?;
+            (!part.checksums.is_empty()).then(|| Checksums {
+                checksum_type: Some(ChecksumType::Composite),
+                crc64ecma: None,
+                ..part.checksums.clone()
+            })
+        }
+        _ => (start == 0 && end == v.size).then(|| v.checksums.clone()),
+    }
 }
 
 /// GetObject, and HeadObject when `head` (same headers, no body).
@@ -309,27 +345,13 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
     if let Some(count) = parts_count {
         set_header(out, "x-amz-mp-parts-count", &count.to_string());
     }
-    // Stored checksums describe the whole object only.
-    if !partial
-        && ctx
-            .header("x-amz-checksum-mode")
-            .is_some_and(|m| m.eq_ignore_ascii_case("ENABLED"))
+    if ctx
+        .header("x-amz-checksum-mode")
+        .is_some_and(|m| m.eq_ignore_ascii_case("ENABLED"))
     {
-        write_checksum_headers(out, &v.checksums);
-        if !v.checksums.is_empty() {
-            let composite = !v.parts.is_empty()
-                && Algo::ALL
-                    .iter()
-                    .any(|a| get_checksum(&v.checksums, *a).is_some_and(|c| c.contains('-')));
-            set_header(
-                out,
-                "x-amz-checksum-type",
-                if composite {
-                    "COMPOSITE"
-                } else {
-                    "FULL_OBJECT"
-                },
-            );
+        if let Some(shown) = shown_checksums(v, part_number, start, end) {
+            write_checksum_headers(out, &shown);
+            write_checksum_type_header(out, &shown);
         }
     }
     resp.extensions_mut().insert(ObjectFacts::Read {
@@ -461,6 +483,44 @@ mod tests {
                 "{n}"
             );
         }
+    }
+
+    /// S3's rules: a span that is the whole object shows its checksum;
+    /// part N of a COMPOSITE object shows that part's; nothing else does.
+    #[test]
+    fn checksum_mode_shows_what_describes_the_bytes_served() {
+        let crc = |v: &str| Checksums {
+            crc32: Some(v.into()),
+            ..Default::default()
+        };
+        let mut simple = version(7, &[]);
+        simple.checksums = crc("AAAAAA==");
+        assert_eq!(shown_checksums(&simple, None, 0, 7), Some(crc("AAAAAA==")));
+        assert_eq!(
+            shown_checksums(&simple, Some(1), 0, 7),
+            Some(crc("AAAAAA=="))
+        );
+        assert_eq!(shown_checksums(&simple, None, 0, 6), None);
+        assert_eq!(shown_checksums(&simple, None, 1, 7), None);
+
+        let mut composite = version(25, &[(1, 10), (3, 10), (7, 5)]);
+        composite.checksums = crc("AAAAAA==-3");
+        composite.parts[1].checksums = crc("AAAAAQ==");
+        let part = shown_checksums(&composite, Some(2), 10, 20).unwrap();
+        assert_eq!(part.crc32.as_deref(), Some("AAAAAQ=="));
+        assert_eq!(part.effective_type(), Some(ChecksumType::Composite));
+        assert_eq!(shown_checksums(&composite, Some(1), 0, 10), None);
+
+        let mut full = composite.clone();
+        full.checksums = Checksums {
+            checksum_type: Some(ChecksumType::FullObject),
+            ..crc("AAAAAg==")
+        };
+        assert_eq!(shown_checksums(&full, Some(2), 10, 20), None);
+        assert_eq!(
+            shown_checksums(&full, None, 0, 25),
+            Some(full.checksums.clone())
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use crc_fast::{CrcAlgorithm, Digest as CrcDigest};
-use godwit_common::types::Checksums;
+use godwit_common::types::{ChecksumType, Checksums};
 use http::HeaderMap;
 use md5::Md5;
 use sha1::Sha1;
@@ -65,6 +65,37 @@ impl Algo {
             Algo::Crc64Nvme => 8,
             Algo::Sha1 => 20,
             Algo::Sha256 => 32,
+        }
+    }
+
+    /// The CRC catalogue entry of a CRC algorithm; None for SHA-1/SHA-256.
+    fn crc(self) -> Option<CrcAlgorithm> {
+        match self {
+            Algo::Crc32 => Some(CrcAlgorithm::Crc32IsoHdlc),
+            Algo::Crc32c => Some(CrcAlgorithm::Crc32Iscsi),
+            Algo::Crc64Nvme => Some(CrcAlgorithm::Crc64Nvme),
+            Algo::Sha1 | Algo::Sha256 => None,
+        }
+    }
+
+    /// Whether a multipart upload with this algorithm may have checksum
+    /// type `t`: FULL_OBJECT needs a CRC (combinable from the parts'),
+    /// COMPOSITE is not offered for CRC64NVME.
+    pub fn supports(self, t: ChecksumType) -> bool {
+        match t {
+            ChecksumType::FullObject => self.crc().is_some(),
+            ChecksumType::Composite => self != Algo::Crc64Nvme,
+        }
+    }
+
+    /// The checksum type of a multipart upload created without
+    /// `x-amz-checksum-type`: FULL_OBJECT for CRC64NVME (its only type),
+    /// COMPOSITE for the others.
+    pub fn default_type(self) -> ChecksumType {
+        if self == Algo::Crc64Nvme {
+            ChecksumType::FullObject
+        } else {
+            ChecksumType::Composite
         }
     }
 
@@ -128,6 +159,35 @@ pub fn composite_checksum(algo: Algo, part_checksums_b64: &[String]) -> String {
         .cloned()
         .unwrap_or_default();
     format!("{whole}-{}", part_checksums_b64.len())
+}
+
+/// S3's multipart full-object checksum: the CRC of the whole object,
+/// combined from the parts' CRCs (base64, as stored) and sizes in part
+/// order, as if the bytes had been read in one pass. None for an algorithm
+/// that is not a CRC or a part value that is not a CRC of the algorithm's
+/// width (never stored: UploadPart validates them).
+pub fn full_object_checksum(algo: Algo, parts: &[(String, u64)]) -> Option<String> {
+    let crc = algo.crc()?;
+    let mut acc: Option<u64> = None;
+    for (value, size) in parts {
+        let raw = B64.decode(value.trim()).ok()?;
+        let part = match raw.len() {
+            4 if algo.digest_len() == 4 => u32::from_be_bytes(raw.try_into().ok()?) as u64,
+            8 if algo.digest_len() == 8 => u64::from_be_bytes(raw.try_into().ok()?),
+            _ => return None,
+        };
+        acc = Some(match acc {
+            None => part,
+            Some(a) => crc_fast::checksum_combine(crc, a, part, *size),
+        });
+    }
+    // No part at all is the CRC of nothing (0 for all three).
+    let whole = acc.unwrap_or(0);
+    Some(if algo.digest_len() == 4 {
+        B64.encode((whole as u32).to_be_bytes())
+    } else {
+        B64.encode(whole.to_be_bytes())
+    })
 }
 
 /// Checksums a request expects of its body.
@@ -266,12 +326,10 @@ impl Hasher {
             if others.iter().any(|(a, _)| *a == algo) {
                 continue;
             }
-            let one = match algo {
-                Algo::Crc32 => One::Crc(CrcDigest::new(CrcAlgorithm::Crc32IsoHdlc)),
-                Algo::Crc32c => One::Crc(CrcDigest::new(CrcAlgorithm::Crc32Iscsi)),
-                Algo::Crc64Nvme => One::Crc(CrcDigest::new(CrcAlgorithm::Crc64Nvme)),
-                Algo::Sha1 => One::Sha1(Sha1::new()),
-                Algo::Sha256 => One::Sha256(Sha256::new()),
+            let one = match (algo, algo.crc()) {
+                (_, Some(crc)) => One::Crc(CrcDigest::new(crc)),
+                (Algo::Sha1, None) => One::Sha1(Sha1::new()),
+                (_, None) => One::Sha256(Sha256::new()),
             };
             others.push((algo, one));
         }
@@ -569,6 +627,69 @@ mod tests {
         // Other trailers are ignored.
         let other = BTreeMap::from([("x-amz-meta-x".to_string(), "1".to_string())]);
         verify(&e, &d, Some(&other)).unwrap();
+    }
+
+    /// A full-object CRC combined from uneven parts equals the CRC of the
+    /// whole body, for each CRC S3 allows as FULL_OBJECT; SHA cannot be.
+    #[test]
+    fn full_object_checksum_combines_part_crcs() {
+        let body: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let pieces = [
+            &body[..4096],
+            &body[4096..4097],
+            &body[4097..9000],
+            &body[9000..],
+        ];
+        for algo in [Algo::Crc32, Algo::Crc32c, Algo::Crc64Nvme] {
+            let parts: Vec<(String, u64)> = pieces
+                .iter()
+                .map(|p| {
+                    let d = digest_of(p, &[algo]);
+                    (
+                        get_checksum(&d.checksums, algo).unwrap().clone(),
+                        p.len() as u64,
+                    )
+                })
+                .collect();
+            let whole = digest_of(&body, &[algo]);
+            assert_eq!(
+                full_object_checksum(algo, &parts).as_ref(),
+                get_checksum(&whole.checksums, algo),
+                "{algo:?}"
+            );
+            // One part: its own CRC.
+            assert_eq!(
+                full_object_checksum(algo, &parts[..1]),
+                Some(parts[0].0.clone())
+            );
+            assert!(algo.supports(ChecksumType::FullObject));
+        }
+        // The catalogue check value through two parts.
+        let parts = [
+            (
+                digest_of(b"1234", &[Algo::Crc32]).checksums.crc32.unwrap(),
+                4,
+            ),
+            (
+                digest_of(b"56789", &[Algo::Crc32]).checksums.crc32.unwrap(),
+                5,
+            ),
+        ];
+        let got = full_object_checksum(Algo::Crc32, &parts).unwrap();
+        assert_eq!(hex::encode(B64.decode(got).unwrap()), "cbf43926");
+        for algo in [Algo::Sha1, Algo::Sha256] {
+            assert_eq!(full_object_checksum(algo, &[]), None);
+            assert!(!algo.supports(ChecksumType::FullObject));
+            assert_eq!(algo.default_type(), ChecksumType::Composite);
+        }
+        // A value of the wrong width is not combined.
+        assert_eq!(
+            full_object_checksum(Algo::Crc64Nvme, &[("AAAAAA==".into(), 1)]),
+            None
+        );
+        assert!(!Algo::Crc64Nvme.supports(ChecksumType::Composite));
+        assert_eq!(Algo::Crc64Nvme.default_type(), ChecksumType::FullObject);
+        assert_eq!(Algo::Crc32.default_type(), ChecksumType::Composite);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The S3 documents of ListObjects (v1), ListObjectsV2 and
 //! ListObjectVersions, from the queries and pages of `api::list`.
 
-use godwit_common::types::{ListObjectsPage, ListVersionsPage, ObjectVersion};
+use godwit_common::types::{ChecksumType, ListObjectsPage, ListVersionsPage, ObjectVersion};
 use http::StatusCode;
 
 use crate::api::list::{encode_token, fetch_v1, Enc, Listing, V1Listing, V2Query, VersionsQuery};
@@ -26,6 +26,7 @@ fn entry(v: &ObjectVersion, enc: &Enc, owners: Option<&OwnerNames>) -> ObjectEnt
         last_modified: iso8601_ms(v.last_modified_ms),
         etag: quote_etag(&v.etag),
         checksum_algorithm: algorithms(v),
+        checksum_type: v.checksums.effective_type().map(ChecksumType::as_str),
         size: v.size,
         storage_class: "STANDARD",
         owner: owners.map(|o| o.get(&v.owner)),
@@ -205,6 +206,7 @@ pub fn versions_result(
                     last_modified: iso8601_ms(v.last_modified_ms),
                     etag: quote_etag(&v.etag),
                     checksum_algorithm: algorithms(v),
+                    checksum_type: v.checksums.effective_type().map(ChecksumType::as_str),
                     size: v.size,
                     storage_class: "STANDARD",
                     owner: owners.get(&v.owner),

@@ -59,7 +59,7 @@ fn v2_result_xml_matches_s3() {
          <EncodingType>url</EncodingType><IsTruncated>true</IsTruncated>\
          <Contents><Key>a%20b%2Bc</Key><LastModified>2026-11-30T04:00:00.000Z</LastModified>\
          <ETag>\"acbd18db4cc2f85cedef654fccc4a4d8\"</ETag><ChecksumAlgorithm>CRC32</ChecksumAlgorithm>\
-         <Size>3</Size><StorageClass>STANDARD</StorageClass></Contents>\
+         <ChecksumType>FULL_OBJECT</ChecksumType><Size>3</Size><StorageClass>STANDARD</StorageClass></Contents>\
          <CommonPrefixes><Prefix>dir/</Prefix></CommonPrefixes>\
          </ListBucketResult>",
         encode_token("dir/")
@@ -131,7 +131,7 @@ fn versions_result_interleaves_delete_markers_in_listing_order() {
         format!(
             "<Version><Key>{key}</Key><VersionId>{id}</VersionId><IsLatest>{latest}</IsLatest>\
              <LastModified>2026-11-30T04:00:00.000Z</LastModified><ETag>\"acbd18db4cc2f85cedef654fccc4a4d8\"</ETag>\
-             <ChecksumAlgorithm>CRC32</ChecksumAlgorithm><Size>3</Size><StorageClass>STANDARD</StorageClass>\
+             <ChecksumAlgorithm>CRC32</ChecksumAlgorithm><ChecksumType>FULL_OBJECT</ChecksumType><Size>3</Size><StorageClass>STANDARD</StorageClass>\
              <Owner><ID>AK</ID><DisplayName>AK</DisplayName></Owner></Version>"
         )
     };

@@ -5,7 +5,7 @@ use axum::response::Response;
 use http::StatusCode;
 
 use crate::api::list::Listing;
-use crate::api::multipart::{PartsListing, PartsQuery, UploadsListing};
+use crate::api::multipart::{upload_checksum_of, PartsListing, PartsQuery, UploadsListing};
 use crate::api::{xml_response, Ctx};
 use crate::error::S3Error;
 use crate::xml::responses::{
@@ -22,6 +22,7 @@ pub fn list_parts(listing: PartsListing) -> Result<Response, S3Error> {
         owner,
         page,
     } = listing;
+    let checksum_type = upload_checksum_of(&upload).map(|(_, t)| t.as_str());
     let doc = ListPartsResult {
         xmlns: Ns::default(),
         bucket: upload.bucket,
@@ -48,6 +49,7 @@ pub fn list_parts(listing: PartsListing) -> Result<Response, S3Error> {
         initiator: owner.clone(),
         owner,
         storage_class: "STANDARD",
+        checksum_type,
         checksum_algorithm: upload.checksum_algorithm,
     };
     Ok(xml_response(
@@ -98,6 +100,7 @@ pub(crate) fn list_uploads(ctx: &Ctx, listing: UploadsListing) -> Result<Respons
                 storage_class: "STANDARD",
                 initiated: iso8601_ms(u.initiated_ms),
                 checksum_algorithm: u.checksum_algorithm.clone(),
+                checksum_type: upload_checksum_of(u).map(|(_, t)| t.as_str()),
             })
             .collect(),
         common_prefixes: enc.prefixes(&page.common_prefixes),

@@ -55,6 +55,7 @@ impl CompletePart {
             sha1: self.sha1.clone(),
             sha256: self.sha256.clone(),
             crc64ecma: None,
+            checksum_type: None,
         }
     }
 }

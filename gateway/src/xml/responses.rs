@@ -234,6 +234,9 @@ pub struct ObjectEntry {
     pub etag: String,
     #[serde(rename = "ChecksumAlgorithm")]
     pub checksum_algorithm: Vec<String>,
+    /// `ChecksumType`, COMPOSITE or FULL_OBJECT, when there is a checksum.
+    #[serde(rename = "ChecksumType", skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<&'static str>,
     #[serde(rename = "Size")]
     pub size: u64,
     #[serde(rename = "StorageClass")]
@@ -304,6 +307,9 @@ pub struct VersionEntry {
     pub etag: String,
     #[serde(rename = "ChecksumAlgorithm")]
     pub checksum_algorithm: Vec<String>,
+    /// `ChecksumType`, COMPOSITE or FULL_OBJECT, when there is a checksum.
+    #[serde(rename = "ChecksumType", skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<&'static str>,
     #[serde(rename = "Size")]
     pub size: u64,
     #[serde(rename = "StorageClass")]
@@ -354,6 +360,9 @@ pub struct CompleteMultipartUploadResult {
     pub etag: String,
     #[serde(flatten)]
     pub checksums: ChecksumElems,
+    /// `ChecksumType`, COMPOSITE or FULL_OBJECT, when there is a checksum.
+    #[serde(rename = "ChecksumType", skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<&'static str>,
 }
 
 /// `CopyObjectResult` and `CopyPartResult` have the same shape.
@@ -365,6 +374,9 @@ pub struct CopyResult {
     pub etag: String,
     #[serde(rename = "LastModified")]
     pub last_modified: String,
+    /// CopyObjectResult only (a part has no type of its own).
+    #[serde(rename = "ChecksumType", skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<&'static str>,
     #[serde(flatten)]
     pub checksums: ChecksumElems,
 }
@@ -400,6 +412,9 @@ pub struct ListPartsResult {
     pub storage_class: &'static str,
     #[serde(rename = "ChecksumAlgorithm", skip_serializing_if = "Option::is_none")]
     pub checksum_algorithm: Option<String>,
+    /// `ChecksumType`, COMPOSITE or FULL_OBJECT, when there is a checksum.
+    #[serde(rename = "ChecksumType", skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<&'static str>,
 }
 
 #[derive(Serialize, Debug)]
@@ -462,6 +477,9 @@ pub struct UploadEntry {
     pub initiated: String,
     #[serde(rename = "ChecksumAlgorithm", skip_serializing_if = "Option::is_none")]
     pub checksum_algorithm: Option<String>,
+    /// `ChecksumType`, COMPOSITE or FULL_OBJECT, when there is a checksum.
+    #[serde(rename = "ChecksumType", skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<&'static str>,
 }
 
 // ---- DeleteObjects ----

@@ -59,6 +59,7 @@ pub(super) fn create_upload(
         headers: u.headers,
         user_meta: u.user_meta,
         checksum_algorithm: u.checksum_algorithm,
+        checksum_type: u.checksum_type,
         tags: u.tags,
         owner: u.owner,
         acl: u.acl,

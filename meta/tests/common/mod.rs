@@ -105,6 +105,7 @@ pub fn new_upload(bucket: &str, key: &str) -> NewUpload {
         headers: ContentHeaders::default(),
         user_meta: Default::default(),
         checksum_algorithm: None,
+        checksum_type: None,
         tags: Default::default(),
         owner: "AKTEST".into(),
         acl: None,

@@ -58,6 +58,76 @@ pub struct RemotePart {
     pub size: u64,
 }
 
+/// An S3 additional checksum: the algorithm as S3 names it (`CRC32`,
+/// `CRC32C`, `CRC64NVME`, `SHA1`, `SHA256`) and its base64 value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartChecksum {
+    pub algorithm: &'static str,
+    pub value: String,
+}
+
+impl PartChecksum {
+    fn all(c: &crate::types::Checksums) -> [(&'static str, &Option<String>); 5] {
+        [
+            ("CRC32", &c.crc32),
+            ("CRC32C", &c.crc32c),
+            ("CRC64NVME", &c.crc64nvme),
+            ("SHA1", &c.sha1),
+            ("SHA256", &c.sha256),
+        ]
+    }
+
+    /// The first `x-amz-checksum-*` value stored in `c` (S3 takes one per
+    /// request), None without any.
+    pub fn first_of(c: &crate::types::Checksums) -> Option<PartChecksum> {
+        Self::all(c).into_iter().find_map(|(algorithm, v)| {
+            v.as_ref().map(|value| PartChecksum {
+                algorithm,
+                value: value.clone(),
+            })
+        })
+    }
+
+    /// The value of `algorithm` (any case) stored in `c`, if any.
+    pub fn of(c: &crate::types::Checksums, algorithm: &str) -> Option<PartChecksum> {
+        Self::all(c).into_iter().find_map(|(name, v)| {
+            v.as_ref()
+                .filter(|_| name.eq_ignore_ascii_case(algorithm))
+                .map(|value| PartChecksum {
+                    algorithm: name,
+                    value: value.clone(),
+                })
+        })
+    }
+
+    /// The `x-amz-checksum-<algorithm>` header carrying it.
+    pub fn header(&self) -> (String, String) {
+        (
+            format!("x-amz-checksum-{}", self.algorithm.to_ascii_lowercase()),
+            self.value.clone(),
+        )
+    }
+}
+
+/// One part of a CompleteMultipartUpload: its number, unquoted ETag and,
+/// for an upload created with a checksum algorithm, its checksum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletePart {
+    pub number: u32,
+    pub etag: String,
+    pub checksum: Option<PartChecksum>,
+}
+
+impl CompletePart {
+    pub fn new(number: u32, etag: &str) -> CompletePart {
+        CompletePart {
+            number,
+            etag: etag.to_string(),
+            checksum: None,
+        }
+    }
+}
+
 /// Extra request headers: (lowercase name, value). They are signed.
 pub type Headers = Vec<(String, String)>;
 
@@ -499,15 +569,44 @@ impl RemoteClient {
         len: u64,
         content_md5: Option<&str>,
     ) -> Result<String, RemoteError> {
+        self.upload_part_checked(
+            bucket,
+            key,
+            upload_id,
+            part_number,
+            body,
+            len,
+            content_md5,
+            None,
+        )
+        .await
+    }
+
+    /// [`Self::upload_part`] with the part's additional checksum too
+    /// (`x-amz-checksum-*`), which the destination checks and stores: an
+    /// upload created with a checksum algorithm wants it on every part.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn upload_part_checked(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        body: ByteStream,
+        len: u64,
+        content_md5: Option<&str>,
+        checksum: Option<&PartChecksum>,
+    ) -> Result<String, RemoteError> {
         let op = "UploadPart";
         let path = format!(
             "{}?partNumber={part_number}&uploadId={}",
             object_path(bucket, key),
             uri_encode(upload_id, true)
         );
-        let headers = content_md5
+        let mut headers: Headers = content_md5
             .map(|m| vec![("content-md5".to_string(), m.to_string())])
             .unwrap_or_default();
+        headers.extend(checksum.map(PartChecksum::header));
         let resp = self
             .send_op(op, Method::PUT, &path, &headers, Body::stream(body, len))
             .await?;
@@ -553,6 +652,25 @@ impl RemoteClient {
         key: &str,
         upload_id: &str,
         parts: &[(u32, String)],
+        headers: Headers,
+    ) -> Result<String, RemoteError> {
+        let parts: Vec<CompletePart> = parts
+            .iter()
+            .map(|(n, etag)| CompletePart::new(*n, etag))
+            .collect();
+        self.complete_multipart_upload_parts(bucket, key, upload_id, &parts, headers)
+            .await
+    }
+
+    /// [`Self::complete_multipart_upload`] with each part's checksum in the
+    /// document (`headers` may carry the object's own, with
+    /// `x-amz-checksum-type`).
+    pub async fn complete_multipart_upload_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: &[CompletePart],
         headers: Headers,
     ) -> Result<String, RemoteError> {
         let op = "CompleteMultipartUpload";

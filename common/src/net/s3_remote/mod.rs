@@ -31,7 +31,10 @@ use std::time::Duration;
 
 use crate::replication::RemoteInfo;
 
-pub use client::{Body, ClientOptions, Headers, RemoteClient, RemoteObject, RemotePart, SendError};
+pub use client::{
+    Body, ClientOptions, CompletePart, Headers, PartChecksum, RemoteClient, RemoteObject,
+    RemotePart, SendError,
+};
 pub use signing::{
     bucket_path, content_md5, content_md5_from_etag, list_objects_path, object_path, sign_headers,
     sign_service_headers, tagging_header, uri_encode, RequestSigner, SigV4, ToSign, ADMIN_SERVICE,

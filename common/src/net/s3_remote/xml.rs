@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::client::RemotePart;
+use super::client::{CompletePart, RemotePart};
 
 /// The namespace S3 puts on its request and answer documents.
 const S3_NS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
@@ -56,6 +56,16 @@ struct CompletedPart {
     /// Quoted, as S3 lists it.
     #[serde(rename = "ETag")]
     etag: String,
+    #[serde(rename = "ChecksumCRC32", skip_serializing_if = "Option::is_none")]
+    crc32: Option<String>,
+    #[serde(rename = "ChecksumCRC32C", skip_serializing_if = "Option::is_none")]
+    crc32c: Option<String>,
+    #[serde(rename = "ChecksumCRC64NVME", skip_serializing_if = "Option::is_none")]
+    crc64nvme: Option<String>,
+    #[serde(rename = "ChecksumSHA1", skip_serializing_if = "Option::is_none")]
+    sha1: Option<String>,
+    #[serde(rename = "ChecksumSHA256", skip_serializing_if = "Option::is_none")]
+    sha256: Option<String>,
 }
 
 /// Any S3 error body: `<Error><Code>..</Code><Message>..</Message>...`.
@@ -134,18 +144,32 @@ pub(super) fn tagging(tags: &BTreeMap<String, String>) -> Result<String, quick_x
     quick_xml::se::to_string_with_root("Tagging", &doc)
 }
 
-/// The CompleteMultipartUpload document for (part number, unquoted ETag)
-/// pairs in order.
+/// The CompleteMultipartUpload document for the parts in order, each
+/// with its checksum when it has one (S3 wants every part's for an upload
+/// with a COMPOSITE checksum).
 pub(super) fn complete_multipart_upload(
-    parts: &[(u32, String)],
+    parts: &[CompletePart],
 ) -> Result<String, quick_xml::SeError> {
     let doc = CompleteMultipartUpload {
         xmlns: S3_NS,
         parts: parts
             .iter()
-            .map(|(number, etag)| CompletedPart {
-                number: *number,
-                etag: format!("\"{etag}\""),
+            .map(|p| {
+                let value = |name: &str| {
+                    p.checksum
+                        .as_ref()
+                        .filter(|c| c.algorithm == name)
+                        .map(|c| c.value.clone())
+                };
+                CompletedPart {
+                    number: p.number,
+                    etag: format!("\"{}\"", p.etag),
+                    crc32: value("CRC32"),
+                    crc32c: value("CRC32C"),
+                    crc64nvme: value("CRC64NVME"),
+                    sha1: value("SHA1"),
+                    sha256: value("SHA256"),
+                }
             })
             .collect(),
     };
@@ -307,6 +331,7 @@ pub fn list_objects_page(xml: &str) -> ListPage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::s3_remote::PartChecksum;
 
     #[test]
     fn list_parts_answer_parses() {
@@ -400,10 +425,21 @@ mod tests {
              </TagSet></Tagging>"
         );
         assert_eq!(
-            complete_multipart_upload(&[(1, "e1".into()), (2, "e&2".into())]).unwrap(),
+            complete_multipart_upload(&[
+                CompletePart::new(1, "e1"),
+                CompletePart {
+                    checksum: Some(PartChecksum {
+                        algorithm: "SHA256",
+                        value: "c2hh".into()
+                    }),
+                    ..CompletePart::new(2, "e&2")
+                }
+            ])
+            .unwrap(),
             "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
              <Part><PartNumber>1</PartNumber><ETag>\"e1\"</ETag></Part>\
-             <Part><PartNumber>2</PartNumber><ETag>\"e&amp;2\"</ETag></Part>\
+             <Part><PartNumber>2</PartNumber><ETag>\"e&amp;2\"</ETag>\
+             <ChecksumSHA256>c2hh</ChecksumSHA256></Part>\
              </CompleteMultipartUpload>"
         );
     }
