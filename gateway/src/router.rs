@@ -261,6 +261,9 @@ endpoints! {
     GetBucketTagging,
     PutBucketTagging,
     DeleteBucketTagging,
+    GetBucketLifecycleConfiguration,
+    PutBucketLifecycleConfiguration,
+    DeleteBucketLifecycle,
 
     // ---- buckets: not implemented ----
     PutBucketAcl,
@@ -281,9 +284,6 @@ endpoints! {
     PutBucketInventoryConfiguration,
     DeleteBucketInventoryConfiguration,
     ListBucketInventoryConfigurations,
-    GetBucketLifecycleConfiguration,
-    PutBucketLifecycleConfiguration,
-    DeleteBucketLifecycle,
     GetBucketLogging,
     PutBucketLogging,
     GetBucketMetricsConfiguration,
@@ -411,6 +411,9 @@ impl Endpoint {
                 | GetBucketTagging
                 | PutBucketTagging
                 | DeleteBucketTagging
+                | GetBucketLifecycleConfiguration
+                | PutBucketLifecycleConfiguration
+                | DeleteBucketLifecycle
                 | Options
         )
     }

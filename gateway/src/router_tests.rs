@@ -177,6 +177,19 @@ fn implemented_endpoints() {
         ("DELETE", "/b?tagging=k1,k2", false, DeleteBucketTagging),
         ("OPTIONS", "/b/k", false, Options),
         ("OPTIONS", "/b", false, Options),
+        (
+            "GET",
+            "/b?lifecycle",
+            false,
+            GetBucketLifecycleConfiguration,
+        ),
+        (
+            "PUT",
+            "/b?lifecycle",
+            false,
+            PutBucketLifecycleConfiguration,
+        ),
+        ("DELETE", "/b?lifecycle", false, DeleteBucketLifecycle),
     ];
     for (method, uri, copy, want) in cases {
         let got = route(method, uri, copy).unwrap();
@@ -229,9 +242,6 @@ fn unimplemented_endpoints_are_variants() {
             DeleteBucketInventoryConfiguration,
         ),
         ("GET", "/b?inventory", ListBucketInventoryConfigurations),
-        ("GET", "/b?lifecycle", GetBucketLifecycleConfiguration),
-        ("PUT", "/b?lifecycle", PutBucketLifecycleConfiguration),
-        ("DELETE", "/b?lifecycle", DeleteBucketLifecycle),
         ("GET", "/b?logging", GetBucketLogging),
         ("PUT", "/b?logging", PutBucketLogging),
         ("GET", "/b?metrics&id=x", GetBucketMetricsConfiguration),

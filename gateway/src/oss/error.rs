@@ -42,6 +42,8 @@ pub fn code(err: &S3Error) -> &'static str {
         // OSS takes ACLs in headers only; a body it cannot read is
         // MalformedXML whatever the body is for.
         MalformedACLError => "MalformedXML",
+        // GetBucketLifecycle of a bucket without rules.
+        NoSuchLifecycleConfiguration => "NoSuchLifecycle",
         other => other.code(),
     }
 }
