@@ -230,6 +230,20 @@ def test_x_amz_expiration_on_put_get_and_head(s3, bucket):
     assert put["Expiration"] == want
     assert head["Expiration"] == want
     assert s3.get_object(Bucket=bucket, Key="logs/a")["Expiration"] == want
+    # A copy and a completed upload are written versions too.
+    copy = s3.copy_object(Bucket=bucket, Key="logs/c", CopySource={"Bucket": bucket, "Key": "logs/a"})
+    head = s3.head_object(Bucket=bucket, Key="logs/c")
+    assert copy["Expiration"] == f'expiry-date="{expected_expiry(head["LastModified"], 3)}", rule-id="logs-rule"'
+    up = s3.create_multipart_upload(Bucket=bucket, Key="logs/m")["UploadId"]
+    part = s3.upload_part(Bucket=bucket, Key="logs/m", UploadId=up, PartNumber=1, Body=b"m")
+    done = s3.complete_multipart_upload(
+        Bucket=bucket,
+        Key="logs/m",
+        UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+    )
+    head = s3.head_object(Bucket=bucket, Key="logs/m")
+    assert done["Expiration"] == f'expiry-date="{expected_expiry(head["LastModified"], 3)}", rule-id="logs-rule"'
     # No enabled rule matches: no header.
     s3.put_object(Bucket=bucket, Key="other", Body=b"x")
     assert "Expiration" not in s3.head_object(Bucket=bucket, Key="other")

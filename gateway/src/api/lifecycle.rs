@@ -102,7 +102,7 @@ pub fn expiration_value(cfg: &LifecycleConfiguration, v: &ObjectVersion) -> Opti
 }
 
 /// Adds `x-amz-expiration` to the answer about the current version `v`
-/// (GET, HEAD, PUT), when the bucket has a rule that will expire it. S3
+/// (GET, HEAD, PUT, copy, completed upload), when the bucket has a rule that will expire it. S3
 /// only: OSS has no such header.
 pub async fn add_expiration(ctx: &Ctx, v: &ObjectVersion, out: &mut HeaderMap) {
     if ctx.dialect.is_oss() {
