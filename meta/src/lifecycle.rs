@@ -210,8 +210,9 @@ impl MetaNode {
                 // PreconditionFailed: the key changed since the round
                 // looked (`expect_current`), and nothing was deleted.
                 if let Reply::Deleted(_) = self.write(cmd).await? {
-                    OBJECTS_EXPIRED.inc();
+                    // Bytes first: a reader that sees the count sees them.
                     BYTES_FREED.inc_by(bytes);
+                    OBJECTS_EXPIRED.inc();
                 }
             }
             Action::Abort { key, upload_id, .. } => {
