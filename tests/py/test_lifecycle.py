@@ -201,7 +201,7 @@ def test_put_needs_an_integrity_header(server, s3, ruled_bucket):
 def expected_expiry(last_modified: datetime.datetime, days: int) -> str:
     """S3's rule: last modification plus the days, rounded up to the next
     midnight UTC."""
-    due = last_modified + datetime.timedelta(days=days)
+    due = last_modified.astimezone(datetime.timezone.utc) + datetime.timedelta(days=days)
     midnight = due.replace(hour=0, minute=0, second=0, microsecond=0)
     if midnight < due:
         midnight += datetime.timedelta(days=1)
