@@ -156,6 +156,19 @@ pub struct StorageArgs {
     /// Default 64 MiB; 0 turns the guard off.
     #[arg(long, env = "GODWIT_META_RESERVE_BYTES")]
     pub meta_reserve_bytes: Option<u64>,
+    /// Deletes and upload aborts per second the lifecycle worker makes at
+    /// most (on the meta leader), so that client traffic is not starved.
+    /// Default 100.
+    #[arg(long, env = "GODWIT_LIFECYCLE_OPS_PER_SEC")]
+    pub lifecycle_ops_per_sec: Option<u32>,
+    /// Milliseconds between lifecycle rounds. Default 60000.
+    #[arg(long, env = "GODWIT_LIFECYCLE_INTERVAL_MS", hide = true)]
+    pub lifecycle_interval_ms: Option<u64>,
+    /// Tests only: a file holding a number of milliseconds added to meta's
+    /// clock (re-read at every reading), so that tests move time forward
+    /// (lifecycle expiry) instead of waiting days. Never set in production.
+    #[arg(long, env = "GODWIT_TEST_CLOCK_OFFSET_FILE", hide = true)]
+    pub test_clock_offset_file: Option<PathBuf>,
 }
 
 /// Replication worker tunables (`godwit server` and `godwit replicator`).
@@ -256,6 +269,10 @@ pub struct Storage {
     pub reserve_bytes: u64,
     /// `--meta-reserve-bytes` of a meta node.
     pub meta_reserve_bytes: u64,
+    /// The lifecycle worker's pace and period.
+    pub lifecycle: godwit_meta::lifecycle::LifecycleSettings,
+    /// Meta's clock: the system's, or (tests) shifted by an offset file.
+    pub meta_clock: godwit_common::clock::SharedClock,
 }
 
 impl Storage {
@@ -297,6 +314,20 @@ impl Storage {
                 .meta_reserve_bytes
                 .or(f.meta_reserve_bytes)
                 .unwrap_or(godwit_meta::DEFAULT_META_RESERVE_BYTES),
+            lifecycle: {
+                let d = godwit_meta::lifecycle::LifecycleSettings::default();
+                godwit_meta::lifecycle::LifecycleSettings {
+                    ops_per_sec: a.lifecycle_ops_per_sec.unwrap_or(d.ops_per_sec).max(1),
+                    interval: a
+                        .lifecycle_interval_ms
+                        .map(std::time::Duration::from_millis)
+                        .unwrap_or(d.interval),
+                }
+            },
+            meta_clock: match a.test_clock_offset_file {
+                Some(path) => godwit_common::clock::OffsetFileClock::shared(path),
+                None => godwit_common::clock::system(),
+            },
         })
     }
 }

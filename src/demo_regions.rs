@@ -66,6 +66,9 @@ impl RegionLauncher for InProcessRegions {
                 io_deadline_secs: None,
                 reserve_bytes: None,
                 meta_reserve_bytes: None,
+                lifecycle_ops_per_sec: None,
+                lifecycle_interval_ms: None,
+                test_clock_offset_file: None,
             },
             // A short retry backoff: a hiccup must not stretch the figures
             // by a minute-long sleep.

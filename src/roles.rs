@@ -165,7 +165,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         bootstrap: true,
         snapshot_chunk_size: godwit_meta::DEFAULT_SNAPSHOT_CHUNK_SIZE,
         reserve_bytes: cfg.storage.meta_reserve_bytes,
-        clock: godwit_common::clock::system(),
+        clock: cfg.storage.meta_clock.clone(),
     })
     .await?;
     meta.set_replication_max_attempts(cfg.replication.max_attempts);
@@ -209,6 +209,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
     let router: Arc<dyn godwit_common::BlockRouter> =
         Arc::new(LocalRouter::new(nodes, cfg.storage.io_deadline).report_to(meta.clone()));
     meta.start_repair(router.clone());
+    meta.start_lifecycle(cfg.storage.lifecycle);
     let gateway = Gateway::new(
         gateway_config(
             &cfg.region,
@@ -283,7 +284,7 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
         bootstrap: cfg.bootstrap && cfg.peers.is_empty(),
         snapshot_chunk_size: cfg.snapshot_chunk_size,
         reserve_bytes: cfg.storage.meta_reserve_bytes,
-        clock: godwit_common::clock::system(),
+        clock: cfg.storage.meta_clock.clone(),
     })
     .await?;
     meta.set_datanode_policy(cfg.tier.policy.clone());
@@ -295,6 +296,7 @@ pub async fn run_meta(cfg: MetaRoleConfig) -> anyhow::Result<()> {
     );
     block_router.spawn_refresh(meta.clone(), Duration::from_secs(5));
     meta.start_repair(block_router);
+    meta.start_lifecycle(cfg.storage.lifecycle);
     // Replicator roles decide when a task has failed for good
     // (`--replication-max-attempts`); meta adds no lower limit of its own.
     meta.set_replication_max_attempts(u32::MAX);

@@ -484,6 +484,7 @@ async fn snapshot(root: &S3, bucket: &str, upload: &str) -> BTreeMap<String, Str
         format!("/{bucket}/{}?tagging", encode(OTHER)),
         format!("/{bucket}?replication"),
         format!("/{bucket}?cors"),
+        format!("/{bucket}?lifecycle"),
         format!("/{bucket}?tagging"),
         format!("/{bucket}?acl"),
         format!("/{bucket}?location"),

@@ -57,6 +57,9 @@ impl Server {
                 io_deadline_secs: None,
                 reserve_bytes: None,
                 meta_reserve_bytes: None,
+                lifecycle_ops_per_sec: None,
+                lifecycle_interval_ms: None,
+                test_clock_offset_file: None,
             },
             replication: Default::default(),
             tier: TierArgs {

@@ -63,6 +63,9 @@ async fn start_region(name: &str, dir: &std::path::Path, s3_listen: &str) -> Ser
             io_deadline_secs: None,
             reserve_bytes: None,
             meta_reserve_bytes: None,
+            lifecycle_ops_per_sec: None,
+            lifecycle_interval_ms: None,
+            test_clock_offset_file: None,
         },
         // Short backoff and many attempts: a destination that is down for
         // a few seconds must not turn tasks FAILED in these tests.

@@ -78,6 +78,9 @@ async fn region(name: &'static str, tls: bool) -> Region {
             io_deadline_secs: None,
             reserve_bytes: None,
             meta_reserve_bytes: None,
+            lifecycle_ops_per_sec: None,
+            lifecycle_interval_ms: None,
+            test_clock_offset_file: None,
         },
         replication: godwit::config::ReplicationArgs {
             replication_backoff_max_ms: Some(500),

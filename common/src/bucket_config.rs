@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::lifecycle::LifecycleConfiguration;
+
 /// Every configuration document of a bucket; None: the document is not
 /// set (S3 then answers NoSuchCORSConfiguration, NoSuchTagSet, ...).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
@@ -21,6 +23,9 @@ pub struct BucketConfig {
     /// The bucket's tags (PutBucketTagging), in the order they were put.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<Tag>>,
+    /// Lifecycle rules (PutBucketLifecycleConfiguration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<LifecycleConfiguration>,
 }
 
 impl BucketConfig {
@@ -35,6 +40,7 @@ impl BucketConfig {
         match change {
             ConfigChange::Cors(cors) => self.cors = cors,
             ConfigChange::Tags(tags) => self.tags = tags,
+            ConfigChange::Lifecycle(lifecycle) => self.lifecycle = lifecycle,
         }
     }
 }
@@ -45,6 +51,7 @@ impl BucketConfig {
 pub enum ConfigChange {
     Cors(Option<CorsConfiguration>),
     Tags(Option<Vec<Tag>>),
+    Lifecycle(Option<LifecycleConfiguration>),
 }
 
 /// A bucket's CORS rules, evaluated in order: the first rule that allows
@@ -142,6 +149,7 @@ mod tests {
                 key: "team".into(),
                 value: " a b ".into(),
             }]),
+            lifecycle: Some(LifecycleConfiguration::default()),
         }
     }
 
@@ -162,6 +170,7 @@ mod tests {
         assert_eq!(c.cors, None);
         assert_eq!(c.tags, sample().tags);
         c.apply(ConfigChange::Tags(None));
+        c.apply(ConfigChange::Lifecycle(None));
         assert!(c.is_empty());
         c.apply(ConfigChange::Cors(sample().cors));
         assert_eq!(c.cors, sample().cors);

@@ -76,6 +76,31 @@ impl Clock for ManualClock {
     }
 }
 
+/// Tests only (`--test-clock-offset-file`): the system clock plus the
+/// milliseconds written in a file, re-read at every reading (a missing or
+/// unreadable file adds nothing), so that a test against the real binary
+/// moves time forward by rewriting the file.
+#[derive(Debug)]
+pub struct OffsetFileClock {
+    path: std::path::PathBuf,
+}
+
+impl OffsetFileClock {
+    pub fn shared(path: std::path::PathBuf) -> SharedClock {
+        Arc::new(OffsetFileClock { path })
+    }
+}
+
+impl Clock for OffsetFileClock {
+    fn now_ms(&self) -> i64 {
+        let offset = std::fs::read_to_string(&self.path)
+            .ok()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .unwrap_or(0);
+        now_ms().saturating_add(offset)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

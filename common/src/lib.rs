@@ -17,6 +17,7 @@ pub mod cluster;
 pub mod codec;
 pub mod disk;
 pub mod error;
+pub mod lifecycle;
 pub mod meta_api;
 pub mod metrics;
 pub mod net;

@@ -7,8 +7,8 @@ use axum::body::Body;
 use axum::response::Response;
 
 use crate::api::{
-    access, attributes, bucket, bucket_tagging, copy, cors, delete_objects, multipart, object,
-    post_object, symlink, tagging, ApiResult, Ctx,
+    access, attributes, bucket, bucket_tagging, copy, cors, delete_objects, lifecycle, multipart,
+    object, post_object, symlink, tagging, ApiResult, Ctx,
 };
 use crate::dialect::Dialect;
 use crate::error::S3Error;
@@ -151,6 +151,20 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         RestoreObject => object::restore_object(&ctx).await,
         PutSymlink => symlink::put_symlink(&ctx).await,
         GetSymlink => symlink::get_symlink(&ctx).await,
+        GetBucketLifecycleConfiguration => Ok(render(
+            &ctx,
+            lifecycle::get_bucket_lifecycle(&ctx).await?,
+            s3::bucket::lifecycle,
+            oss::lifecycle::render_lifecycle,
+        )?),
+        PutBucketLifecycleConfiguration => {
+            let parse: lifecycle::LifecycleParser = match ctx.dialect {
+                Dialect::S3 => crate::xml::lifecycle::parse_lifecycle,
+                Dialect::Oss => oss::lifecycle::parse_lifecycle,
+            };
+            lifecycle::put_bucket_lifecycle(&ctx, body, parse).await
+        }
+        DeleteBucketLifecycle => lifecycle::delete_bucket_lifecycle(&ctx).await,
         GetBucketCors => Ok(render(
             &ctx,
             cors::get_bucket_cors(&ctx).await?,
@@ -205,9 +219,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | PutBucketInventoryConfiguration
         | DeleteBucketInventoryConfiguration
         | ListBucketInventoryConfigurations
-        | GetBucketLifecycleConfiguration
-        | PutBucketLifecycleConfiguration
-        | DeleteBucketLifecycle
         | GetBucketLogging
         | PutBucketLogging
         | GetBucketMetricsConfiguration

@@ -157,6 +157,12 @@ pub enum S3Error {
     /// GetBucketCors on a bucket without CORS rules.
     #[error("The CORS configuration does not exist")]
     NoSuchCORSConfiguration,
+    /// GetBucketLifecycleConfiguration on a bucket without rules.
+    #[error("The lifecycle configuration does not exist")]
+    NoSuchLifecycleConfiguration,
+    /// A storage class Godwit does not have (it has STANDARD only).
+    #[error("The storage class you specified is not valid")]
+    InvalidStorageClass,
     /// GetBucketTagging on a bucket without tags.
     #[error("The TagSet does not exist")]
     NoSuchTagSet,
@@ -271,6 +277,8 @@ impl S3Error {
             InvalidPartOrder => "InvalidPartOrder",
             ReplicationConfigurationNotFoundError => "ReplicationConfigurationNotFoundError",
             NoSuchCORSConfiguration => "NoSuchCORSConfiguration",
+            NoSuchLifecycleConfiguration => "NoSuchLifecycleConfiguration",
+            InvalidStorageClass => "InvalidStorageClass",
             NoSuchTagSet => "NoSuchTagSet",
             FileAlreadyExists => "FileAlreadyExists",
             InvalidObjectState(_) => "InvalidObjectState",
@@ -326,6 +334,7 @@ impl S3Error {
             | EntityTooSmall
             | InvalidLocationConstraint
             | InvalidTag(_)
+            | InvalidStorageClass
             | InvalidPart(_)
             | InvalidPartOrder
             | MissingArgument(_)
@@ -349,6 +358,7 @@ impl S3Error {
             | NoSuchBucketPolicy
             | ReplicationConfigurationNotFoundError
             | NoSuchCORSConfiguration
+            | NoSuchLifecycleConfiguration
             | NoSuchTagSet
             | NoSuchReplicationConfiguration
             | SymlinkTargetNotExist

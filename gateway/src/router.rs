@@ -263,6 +263,9 @@ endpoints! {
     GetBucketTagging,
     PutBucketTagging,
     DeleteBucketTagging,
+    GetBucketLifecycleConfiguration,
+    PutBucketLifecycleConfiguration,
+    DeleteBucketLifecycle,
 
     // ---- buckets: not implemented ----
     PutBucketAcl,
@@ -283,9 +286,6 @@ endpoints! {
     PutBucketInventoryConfiguration,
     DeleteBucketInventoryConfiguration,
     ListBucketInventoryConfigurations,
-    GetBucketLifecycleConfiguration,
-    PutBucketLifecycleConfiguration,
-    DeleteBucketLifecycle,
     GetBucketLogging,
     PutBucketLogging,
     GetBucketMetricsConfiguration,
@@ -420,6 +420,9 @@ impl Endpoint {
                 | GetBucketTagging
                 | PutBucketTagging
                 | DeleteBucketTagging
+                | GetBucketLifecycleConfiguration
+                | PutBucketLifecycleConfiguration
+                | DeleteBucketLifecycle
                 | Options
         )
     }

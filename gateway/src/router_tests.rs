@@ -178,6 +178,19 @@ fn implemented_endpoints() {
         ("OPTIONS", "/b/k", false, Options),
         ("OPTIONS", "/b", false, Options),
         ("POST", "/b/k?restore", false, RestoreObject),
+        (
+            "GET",
+            "/b?lifecycle",
+            false,
+            GetBucketLifecycleConfiguration,
+        ),
+        (
+            "PUT",
+            "/b?lifecycle",
+            false,
+            PutBucketLifecycleConfiguration,
+        ),
+        ("DELETE", "/b?lifecycle", false, DeleteBucketLifecycle),
     ];
     for (method, uri, copy, want) in cases {
         let got = route(method, uri, copy).unwrap();
@@ -230,9 +243,6 @@ fn unimplemented_endpoints_are_variants() {
             DeleteBucketInventoryConfiguration,
         ),
         ("GET", "/b?inventory", ListBucketInventoryConfigurations),
-        ("GET", "/b?lifecycle", GetBucketLifecycleConfiguration),
-        ("PUT", "/b?lifecycle", PutBucketLifecycleConfiguration),
-        ("DELETE", "/b?lifecycle", DeleteBucketLifecycle),
         ("GET", "/b?logging", GetBucketLogging),
         ("PUT", "/b?logging", PutBucketLogging),
         ("GET", "/b?metrics&id=x", GetBucketMetricsConfiguration),

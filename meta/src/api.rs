@@ -242,6 +242,8 @@ impl MetaNode {
             new_version_id: random_id(),
             now_ms: self.now_ms(),
             replica_of: None,
+            lifecycle: false,
+            expect_current: None,
         };
         match self.write(cmd).await? {
             Reply::Deleted(d) => Ok(d),

@@ -140,6 +140,17 @@ pub enum Command {
         /// replica and makes no task.
         #[serde(default)]
         replica_of: Option<ReplicaOrigin>,
+        /// Set when the lifecycle worker deletes (`lifecycle.rs`): as on
+        /// S3, lifecycle actions are not replicated, so the delete feeds
+        /// no replication task (each region runs its own rules).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        lifecycle: bool,
+        /// The lifecycle worker's guard: delete only while the key's
+        /// newest version is still this one (version id, last-modified
+        /// ms), so that an object written after the worker looked is
+        /// never expired in its place.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expect_current: Option<(String, i64)>,
     },
     CreateUpload {
         upload: NewUpload,

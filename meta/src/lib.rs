@@ -26,6 +26,7 @@ mod apply;
 pub mod cluster;
 pub mod command;
 mod forward;
+pub mod lifecycle;
 mod listing;
 pub mod metrics;
 mod network;

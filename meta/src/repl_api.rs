@@ -301,6 +301,8 @@ impl MetaNode {
             new_version_id: crate::node::random_id(),
             now_ms: self.now_ms(),
             replica_of: Some(origin),
+            lifecycle: false,
+            expect_current: None,
         };
         match self.write(cmd).await? {
             Reply::Deleted(d) => Ok(d),

@@ -613,6 +613,7 @@ mod tests {
             acl: None,
             replication_status: None,
             replica_of: None,
+            oss_type: None,
         }
     }
 

@@ -480,6 +480,39 @@ def test_a_version_delete_is_not_replicated(source, dest):
     assert (row["completed_operations_total"], row["failed_operations_total"]) == (3, 0), row
 
 
+def test_lifecycle_delete_markers_are_not_replicated(source, dest, tmp_path):
+    """As on S3, lifecycle actions are not replicated (each region runs its
+    own rules): the marker a Days rule places at the source feeds no
+    replication task, even with DeleteMarkerReplication on, and the
+    destination keeps the object. Time moves by the test-only clock offset
+    of the source's meta."""
+    clock = tmp_path / "clock-offset-ms"
+    clock.write_text("0")
+    srv, s3 = source(GODWIT_TEST_CLOCK_OFFSET_FILE=str(clock), GODWIT_LIFECYCLE_INTERVAL_MS=200)
+    d = new_dest_bucket(dest, "d-lc")
+    src = new_source_bucket(s3, "src-lc")
+    put_rules(s3, src, rule("all", 1, d, prefix="", dmr=True))
+    s3.put_object(Bucket=src, Key="k", Body=b"expires at the source only")
+    wait_for_object(dest, d, "k", b"expires at the source only")
+    wait_for_status(s3, src, "k", "COMPLETED", log_of=srv)
+    s3.put_bucket_lifecycle_configuration(
+        Bucket=src,
+        LifecycleConfiguration={"Rules": [
+            {"ID": "expire", "Filter": {"Prefix": ""}, "Status": "Enabled", "Expiration": {"Days": 1}},
+        ]},
+    )
+    clock.write_text(str(2 * 86_400_000))
+    wait_until(lambda: versions_by_key(s3, src).get("k") == [("m", True), ("v", False)], DEADLINE,
+               what="a lifecycle delete marker over k at the source")
+    # No task was queued for the marker: the rule's counters still show
+    # the one put, and nothing is pending.
+    assert pending_total(srv, src) == 0
+    row = rule_row(status_rows(srv, src), "all")
+    assert (row["completed_operations_total"], row["failed_operations_total"]) == (1, 0), row
+    assert versions_by_key(dest, d) == {"k": [("v", True)]}
+    assert dest.get_object(Bucket=d, Key="k")["Body"].read() == b"expires at the source only"
+
+
 # --------------------------------------------------------------------------
 # 3. The RTC lane under a standard backlog
 # --------------------------------------------------------------------------

@@ -201,6 +201,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
     let shown = shows_version_id(ctx, ctx.bucket(), &version.version_id).await;
     version_header(resp.headers_mut(), &version.version_id, shown);
     copy_source_version_header(ctx, resp.headers_mut(), &src.bucket, &v.version_id).await;
+    super::lifecycle::add_expiration(ctx, &version, resp.headers_mut()).await;
     Ok(resp)
 }
 

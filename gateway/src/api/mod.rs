@@ -23,6 +23,7 @@ pub mod copy;
 pub mod cors;
 pub mod delete_objects;
 pub mod headers;
+pub mod lifecycle;
 pub mod list;
 pub mod multipart;
 pub mod object;

@@ -495,6 +495,7 @@ async fn complete_response(ctx: &Ctx, version: &ObjectVersion) -> ApiResult {
     );
     let shown = shows_version_id(ctx, ctx.bucket(), &version.version_id).await;
     version_header(resp.headers_mut(), &version.version_id, shown);
+    super::lifecycle::add_expiration(ctx, version, resp.headers_mut()).await;
     resp.extensions_mut().insert(ObjectFacts::Written {
         crc64: version.checksums.crc64ecma,
     });

@@ -6,8 +6,7 @@ use axum::response::Response;
 use futures::StreamExt;
 use godwit_common::types::{
     ChecksumType, Checksums, NewObject, ObjectRead, ObjectVersion, OssObjectType,
-    WritePrecondition,
-    NULL_VERSION_ID,
+    WritePrecondition, NULL_VERSION_ID,
 };
 use godwit_common::MetaError;
 use http::{HeaderMap, StatusCode};
@@ -160,6 +159,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     version_header(out, &version.version_id, shown);
     write_checksum_headers(out, &written.digests.checksums);
     write_checksum_type_header(out, &written.digests.checksums);
+    super::lifecycle::add_expiration(ctx, &version, out).await;
     resp.extensions_mut().insert(ObjectFacts::Written {
         crc64: written.digests.checksums.crc64ecma,
     });
@@ -338,6 +338,9 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
     };
     let out = resp.headers_mut();
     write_object_headers(out, v, &ctx.query, show_version_id);
+    if v.is_latest {
+        super::lifecycle::add_expiration(ctx, v, out).await;
+    }
     set_header(out, "content-length", &(end - start).to_string());
     if partial {
         set_header(out, "content-range", &content_range(start, end, v.size));

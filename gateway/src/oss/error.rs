@@ -44,6 +44,8 @@ pub fn code(err: &S3Error) -> &'static str {
         MalformedACLError => "MalformedXML",
         // RestoreObject on a Standard object.
         InvalidObjectState(_) => "OperationNotSupported",
+        // GetBucketLifecycle of a bucket without rules.
+        NoSuchLifecycleConfiguration => "NoSuchLifecycle",
         other => other.code(),
     }
 }

@@ -10,7 +10,8 @@
 //! OSS errors (`error`), renders the typed results of `api` whose OSS
 //! documents differ in shape from S3's and answers the OSS-only bucket
 //! descriptions (`ops`, `xml`), takes and renders the bucket CORS rules
-//! and tags in OSS's form (`bucket_config`), and serves the OSS
+//! and tags in OSS's form (`bucket_config`), the lifecycle rules in
+//! OSS's form (`lifecycle`), and serves the OSS
 //! replication API (`replication`, `replication_xml`). It never imports
 //! `s3`.
 
@@ -19,6 +20,7 @@ pub mod auth;
 mod auth_tests;
 pub mod bucket_config;
 pub mod error;
+pub mod lifecycle;
 pub mod ops;
 pub mod replication;
 pub mod replication_xml;

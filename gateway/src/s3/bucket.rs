@@ -7,7 +7,7 @@
 use axum::response::Response;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as TOKEN_B64;
 use base64::Engine;
-use godwit_common::bucket_config::{CorsConfiguration, Tag};
+use godwit_common::bucket_config::{CorsConfiguration, LifecycleConfiguration, Tag};
 use http::StatusCode;
 
 use crate::api::bucket::{BucketList, BucketLocation, BucketsQuery, US_EAST_1};
@@ -135,6 +135,17 @@ pub fn tagging(tags: Option<Vec<Tag>>) -> Result<Response, S3Error> {
         StatusCode::OK,
         crate::xml::tagging::render_tag_list(&tags)?,
     ))
+}
+
+/// GetBucketLifecycleConfiguration, with the transition setting S3
+/// answers alongside.
+pub fn lifecycle(cfg: LifecycleConfiguration) -> Result<Response, S3Error> {
+    let mut resp = xml_response(
+        StatusCode::OK,
+        crate::xml::lifecycle::render_lifecycle(&cfg)?,
+    );
+    crate::api::lifecycle::add_get_headers(resp.headers_mut());
+    Ok(resp)
 }
 
 #[cfg(test)]

@@ -202,7 +202,7 @@ pub fn bucket_of_arn(arn: &str) -> Result<String, S3Error> {
 
 /// An ID like the ones S3 makes up for rules sent without one (base64 of
 /// a random UUID, 48 characters).
-fn generated_rule_id() -> String {
+pub(crate) fn generated_rule_id() -> String {
     base64::engine::general_purpose::STANDARD.encode(uuid::Uuid::new_v4().to_string())
 }
 

@@ -62,6 +62,8 @@ pub fn apply_command(
             new_version_id,
             now_ms,
             replica_of,
+            lifecycle,
+            expect_current,
         } => objects::delete_object(
             tx,
             objects::Delete {
@@ -71,6 +73,8 @@ pub fn apply_command(
                 fresh_version_id: new_version_id,
                 now_ms,
                 replica_of,
+                lifecycle,
+                expect_current,
             },
             seq,
         ),

@@ -201,6 +201,10 @@ pub(super) struct Delete<'a> {
     pub now_ms: i64,
     /// Set when a replication worker deletes (see `put_object`).
     pub replica_of: Option<ReplicaOrigin>,
+    /// Set when the lifecycle worker deletes: nothing is replicated.
+    pub lifecycle: bool,
+    /// Delete only while the newest version is this one (id, mtime).
+    pub expect_current: Option<(String, i64)>,
 }
 
 pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Reply, MetaError> {
@@ -211,16 +215,30 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
         fresh_version_id,
         now_ms,
         replica_of,
+        lifecycle,
+        expect_current,
     } = d;
+    // Lifecycle deletes stay local, as a worker's do.
+    let replicate = replica_of.is_none() && !lifecycle;
     check_key(key)?;
     let info = load_bucket(tx, bucket)?;
+    if let Some((vid, mtime)) = &expect_current {
+        let newest = match tx.first_with_prefix(CF_OBJECTS, &key_prefix(bucket, key))? {
+            Some((_, raw)) => Some(decode::<ObjectVersion>(&raw)?),
+            None => None,
+        };
+        if !newest.is_some_and(|v| &v.version_id == vid && v.last_modified_ms == *mtime) {
+            // Overwritten or gone since the worker looked: nothing to do.
+            return Err(MetaError::PreconditionFailed);
+        }
+    }
     let outcome = match (version_id, info.versioning) {
         // Permanent removal of one version; absent versions delete fine.
         (Some(vid), _) => {
             let removed = remove_version(tx, bucket, key, &vid)?;
             if let Some(v) = &removed {
                 // Removing a replica (or removing as a worker) stays local.
-                if v.replica_of.is_none() && replica_of.is_none() {
+                if v.replica_of.is_none() && replicate {
                     outbox::on_version_delete(tx, v, now_ms)?;
                 }
             }
@@ -249,7 +267,7 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
                 let removed = remove_version(tx, bucket, key, NULL_VERSION_ID)?;
                 if let Some(v) = &removed {
                     // Removing a replica (or removing as a worker) stays local.
-                    if v.replica_of.is_none() && replica_of.is_none() {
+                    if v.replica_of.is_none() && replicate {
                         outbox::on_key_deleted(tx, v, now_ms)?;
                     }
                 }
@@ -292,7 +310,7 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
                 marker.replication_status = Some(ReplicationStatus::Replica);
             }
             commit_version(tx, &marker, seq)?;
-            if marker.replica_of.is_none() {
+            if replicate {
                 let hidden_tags = hidden
                     .as_ref()
                     .filter(|h| !h.is_delete_marker)

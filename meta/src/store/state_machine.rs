@@ -565,6 +565,8 @@ mod tests {
             new_version_id: "marker".into(),
             now_ms: 5_000,
             replica_of: None,
+            lifecycle: false,
+            expect_current: None,
         };
         sm.apply(vec![(delete, None)], 5_000).remove(0).unwrap();
         let r = sm.apply(

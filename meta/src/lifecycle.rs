@@ -1,0 +1,537 @@
+//! The lifecycle worker: carries out the buckets' lifecycle rules
+//! (`common::lifecycle`) — expires current versions, removes noncurrent
+//! versions and lone delete markers, aborts stale multipart uploads.
+//!
+//! Design: one loop per meta node, active only on the Raft leader (as
+//! `repair.rs`): meta holds the versions and the clock that stamps them,
+//! and the deletes are ordinary meta commands, so the gateway (which never
+//! touches rocksdb) has no part in it. A round:
+//!
+//! 1. reads the buckets that have an enabled rule (the `buckets` rows);
+//! 2. for each rule, walks the rule's prefix of the bucket's `objects`
+//!    rows and `uploads` rows (`plan`), and lists what is due at the
+//!    round's time: the current version when its `Expiration` is due
+//!    (Days: last modification + Days, at the next midnight UTC; Date;
+//!    OSS's CreatedBeforeDate), each noncurrent version `NoncurrentDays`
+//!    after it became noncurrent (when the next newer version was
+//!    written) beyond the `NewerNoncurrentVersions` newest, a delete
+//!    marker with no other version left (`ExpiredObjectDeleteMarker`),
+//!    an upload `DaysAfterInitiation` after it was initiated;
+//! 3. carries them out through the normal commands, paced to
+//!    `ops_per_sec` so that client traffic is not starved, at most
+//!    `MAX_ACTIONS_PER_ROUND` per round.
+//!
+//! Expiring a current version is a DeleteObject without a version id: a
+//! delete marker in a versioned bucket, the object gone in an unversioned
+//! one. The command carries `lifecycle` (nothing is replicated: on S3
+//! lifecycle actions are not, and each region runs its own rules) and
+//! `expect_current` (a version written after the round looked is never
+//! expired in the old one's place).
+//!
+//! Limitation: the walk visits every version under a rule's prefix each
+//! round (a prefix scan, not an index by due date), O(versions under the
+//! prefix); an index by time is the planned next step (docs/architecture.md).
+
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock, Weak};
+use std::time::Duration;
+
+use godwit_common::lifecycle::{
+    next_midnight, AbortUploads, Expiration, LifecycleConfiguration, DAY_MS,
+};
+use godwit_common::meta_api::MetaResult;
+use godwit_common::metrics::register;
+use godwit_common::types::*;
+use godwit_common::MetaError;
+use prometheus::{IntCounter, IntGauge};
+use rocksdb::DB;
+
+use crate::command::{Command, Reply};
+use crate::node::MetaNode;
+use crate::store::*;
+
+/// Actions carried out per round at most (the rest wait for the next).
+const MAX_ACTIONS_PER_ROUND: usize = 10_000;
+
+/// How the worker runs (`godwit server --lifecycle-*`).
+#[derive(Clone, Copy, Debug)]
+pub struct LifecycleSettings {
+    /// Deletes and aborts per second at most.
+    pub ops_per_sec: u32,
+    /// Time between rounds.
+    pub interval: Duration,
+}
+
+impl Default for LifecycleSettings {
+    fn default() -> Self {
+        LifecycleSettings {
+            ops_per_sec: 100,
+            interval: Duration::from_secs(60),
+        }
+    }
+}
+
+pub static OBJECTS_EXPIRED: LazyLock<IntCounter> = LazyLock::new(|| {
+    register(
+        IntCounter::new(
+            "godwit_lifecycle_objects_expired_total",
+            "Versions and delete markers removed, and delete markers placed, by lifecycle rules",
+        )
+        .expect("valid metric"),
+    )
+});
+
+pub static BYTES_FREED: LazyLock<IntCounter> = LazyLock::new(|| {
+    register(
+        IntCounter::new(
+            "godwit_lifecycle_bytes_freed_total",
+            "Object bytes whose versions lifecycle rules removed",
+        )
+        .expect("valid metric"),
+    )
+});
+
+pub static UPLOADS_ABORTED: LazyLock<IntCounter> = LazyLock::new(|| {
+    register(
+        IntCounter::new(
+            "godwit_lifecycle_uploads_aborted_total",
+            "Incomplete multipart uploads aborted by lifecycle rules",
+        )
+        .expect("valid metric"),
+    )
+});
+
+pub static LAG_SECONDS: LazyLock<IntGauge> = LazyLock::new(|| {
+    register(
+        IntGauge::new(
+            "godwit_lifecycle_lag_seconds",
+            "Seconds between the oldest item the last lifecycle round found due and the round's time",
+        )
+        .expect("valid metric"),
+    )
+});
+
+/// One thing a rule makes due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// A DeleteObject (`version_id` None: expire the current version).
+    Delete {
+        key: String,
+        version_id: Option<String>,
+        /// For a current version: its id and mtime, the command's guard.
+        expect: Option<(String, i64)>,
+        /// Bytes the delete removes (0 when it only places a marker).
+        bytes: u64,
+        due_ms: i64,
+    },
+    Abort {
+        key: String,
+        upload_id: String,
+        due_ms: i64,
+    },
+}
+
+impl Action {
+    fn due_ms(&self) -> i64 {
+        match self {
+            Action::Delete { due_ms, .. } | Action::Abort { due_ms, .. } => *due_ms,
+        }
+    }
+}
+
+impl MetaNode {
+    /// Starts the lifecycle loop (see the module doc); it stops when the
+    /// node is dropped.
+    pub fn start_lifecycle(self: &Arc<Self>, settings: LifecycleSettings) {
+        OBJECTS_EXPIRED.inc_by(0);
+        BYTES_FREED.inc_by(0);
+        UPLOADS_ABORTED.inc_by(0);
+        LAG_SECONDS.set(0);
+        let weak: Weak<MetaNode> = Arc::downgrade(self);
+        let pause = Duration::from_secs_f64(1.0 / f64::from(settings.ops_per_sec.max(1)));
+        tokio::spawn(async move {
+            loop {
+                let Some(node) = weak.upgrade() else { break };
+                if let Err(e) = node.lifecycle_round(pause).await {
+                    tracing::warn!(error = %e, "lifecycle round failed; retrying next round");
+                }
+                drop(node);
+                tokio::time::sleep(settings.interval).await;
+            }
+        });
+    }
+
+    async fn lifecycle_round(&self, pause: Duration) -> MetaResult<()> {
+        if !self.is_leader() {
+            LAG_SECONDS.set(0);
+            return Ok(());
+        }
+        self.linearizable().await?;
+        let now = self.now_ms();
+        let db = self.db.clone();
+        let plans = tokio::task::spawn_blocking(move || plan_all(&db, now, MAX_ACTIONS_PER_ROUND))
+            .await
+            .map_err(|e| MetaError::Internal(format!("lifecycle planning panicked: {e}")))??;
+        let oldest = plans.iter().map(|(_, a)| a.due_ms()).min();
+        LAG_SECONDS.set(oldest.map_or(0, |due| (now - due).max(0) / 1000));
+        let mut pace = tokio::time::interval(pause);
+        pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        for (bucket, action) in plans {
+            if !self.is_leader() {
+                break;
+            }
+            pace.tick().await;
+            if let Err(e) = self.carry_out(&bucket, action).await {
+                tracing::debug!(bucket, error = %e, "lifecycle action skipped");
+            }
+        }
+        Ok(())
+    }
+
+    async fn carry_out(&self, bucket: &str, action: Action) -> MetaResult<()> {
+        match action {
+            Action::Delete {
+                key,
+                version_id,
+                expect,
+                bytes,
+                ..
+            } => {
+                let cmd = Command::DeleteObject {
+                    bucket: bucket.into(),
+                    key,
+                    version_id,
+                    new_version_id: crate::node::random_id(),
+                    now_ms: self.now_ms(),
+                    replica_of: None,
+                    lifecycle: true,
+                    expect_current: expect,
+                };
+                // PreconditionFailed: the key changed since the round
+                // looked (`expect_current`), and nothing was deleted.
+                if let Reply::Deleted(_) = self.write(cmd).await? {
+                    // Bytes first: a reader that sees the count sees them.
+                    BYTES_FREED.inc_by(bytes);
+                    OBJECTS_EXPIRED.inc();
+                }
+            }
+            Action::Abort { key, upload_id, .. } => {
+                let cmd = Command::AbortUpload {
+                    bucket: bucket.into(),
+                    key,
+                    upload_id,
+                    now_ms: self.now_ms(),
+                };
+                self.write(cmd).await?;
+                UPLOADS_ABORTED.inc();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Everything due at `now` in every bucket with an enabled rule, at most
+/// `limit` actions.
+pub(crate) fn plan_all(db: &DB, now: i64, limit: usize) -> MetaResult<Vec<(String, Action)>> {
+    let mut buckets = Vec::new();
+    for item in db.iterator_cf(cf(db, CF_BUCKETS), rocksdb::IteratorMode::Start) {
+        let (_, raw) = item.map_err(|e| MetaError::Internal(e.to_string()))?;
+        let info: BucketInfo = decode(&raw)?;
+        if let Some(cfg) = info.config.lifecycle.clone() {
+            if cfg.enabled().next().is_some() {
+                buckets.push((info, cfg));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (info, cfg) in buckets {
+        let left = limit.saturating_sub(out.len());
+        if left == 0 {
+            break;
+        }
+        for a in plan(db, &info, &cfg, now, left)? {
+            out.push((info.name.clone(), a));
+        }
+    }
+    Ok(out)
+}
+
+/// A row: its key and value.
+type Row = (Box<[u8]>, Box<[u8]>);
+
+/// The rows of `family` under `prefix`, in key order.
+fn scan<'a>(
+    db: &'a DB,
+    family: &str,
+    prefix: Vec<u8>,
+) -> impl Iterator<Item = MetaResult<Row>> + 'a {
+    db.iterator_cf(
+        cf(db, family),
+        rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward),
+    )
+    .map(|r| r.map_err(|e| MetaError::Internal(e.to_string())))
+    .take_while(move |r| match r {
+        Ok((k, _)) => k.starts_with(&prefix),
+        Err(_) => true,
+    })
+}
+
+/// What one bucket's rules make due at `now` (at most `limit`).
+pub(crate) fn plan(
+    db: &DB,
+    info: &BucketInfo,
+    cfg: &LifecycleConfiguration,
+    now: i64,
+    limit: usize,
+) -> MetaResult<Vec<Action>> {
+    let mut out = Vec::new();
+    let mut seen: HashSet<(String, Option<String>)> = HashSet::new();
+    let mut push = |out: &mut Vec<Action>, a: Action| {
+        let id = match &a {
+            Action::Delete {
+                key, version_id, ..
+            } => (key.clone(), version_id.clone()),
+            Action::Abort { key, upload_id, .. } => {
+                (key.clone(), Some(format!("upload {upload_id}")))
+            }
+        };
+        if seen.insert(id) {
+            out.push(a);
+        }
+    };
+    let unversioned = info.versioning == VersioningState::Unversioned;
+    for rule in cfg.enabled() {
+        let mut prefix = bucket_prefix(&info.name);
+        prefix.extend_from_slice(rule.filter.prefix.as_deref().unwrap_or_default().as_bytes());
+        if rule.expiration.is_some() || rule.noncurrent_expiration.is_some() {
+            // The versions of one key are adjacent, newest first.
+            let mut key: Vec<ObjectVersion> = Vec::new();
+            let rows = scan(db, CF_OBJECTS, prefix.clone());
+            for row in rows.map(Some).chain(std::iter::once(None)) {
+                let next = match row {
+                    Some(r) => Some(decode::<ObjectVersion>(&r?.1)?),
+                    None => None,
+                };
+                let same = match (&next, key.first()) {
+                    (Some(n), Some(f)) => n.key == f.key,
+                    _ => key.is_empty(),
+                };
+                if !same {
+                    for a in due_versions(&key, rule, unversioned, now) {
+                        push(&mut out, a);
+                    }
+                    key.clear();
+                    if out.len() >= limit {
+                        out.truncate(limit);
+                        return Ok(out);
+                    }
+                }
+                match next {
+                    Some(n) => key.push(n),
+                    None => break,
+                }
+            }
+        }
+        if let Some(abort) = rule.abort_incomplete_upload {
+            for row in scan(db, CF_UPLOADS, prefix) {
+                let up: UploadInfo = decode(&row?.1)?;
+                let due = match abort {
+                    AbortUploads::Days(d) => {
+                        Some(next_midnight(up.initiated_ms + i64::from(d) * DAY_MS))
+                    }
+                    AbortUploads::CreatedBefore(at) => {
+                        (up.initiated_ms < at).then_some(up.initiated_ms)
+                    }
+                };
+                if let Some(due) = due.filter(|d| *d <= now) {
+                    push(
+                        &mut out,
+                        Action::Abort {
+                            key: up.key,
+                            upload_id: up.upload_id,
+                            due_ms: due,
+                        },
+                    );
+                    if out.len() >= limit {
+                        return Ok(out);
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What `rule` makes due among the versions of one key (newest first).
+fn due_versions(
+    versions: &[ObjectVersion],
+    rule: &godwit_common::lifecycle::LifecycleRule,
+    unversioned: bool,
+    now: i64,
+) -> Vec<Action> {
+    let mut out = Vec::new();
+    let Some(current) = versions.first() else {
+        return out;
+    };
+    match rule.expiration {
+        // A marker nothing is left under.
+        Some(Expiration::DeleteMarker(true)) if current.is_delete_marker && versions.len() == 1 => {
+            out.push(Action::Delete {
+                key: current.key.clone(),
+                version_id: Some(current.version_id.clone()),
+                expect: None,
+                bytes: 0,
+                due_ms: current.last_modified_ms,
+            });
+        }
+        Some(e) if !current.is_delete_marker => {
+            let matches = rule
+                .filter
+                .matches(&current.key, current.size, &current.tags);
+            if let Some(due) = e.due_ms(current.last_modified_ms).filter(|d| *d <= now) {
+                if matches {
+                    out.push(Action::Delete {
+                        key: current.key.clone(),
+                        version_id: None,
+                        expect: Some((current.version_id.clone(), current.last_modified_ms)),
+                        bytes: if unversioned { current.size } else { 0 },
+                        due_ms: due,
+                    });
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(nc) = rule.noncurrent_expiration {
+        let keep = nc.newer_noncurrent_versions.unwrap_or(0) as usize;
+        for (i, v) in versions.iter().enumerate().skip(1) {
+            // Noncurrent since its successor was written; the i-th
+            // newest noncurrent version.
+            let since = versions[i - 1].last_modified_ms;
+            let due = next_midnight(since + i64::from(nc.noncurrent_days) * DAY_MS);
+            let filtered = v.is_delete_marker || rule.filter.matches(&v.key, v.size, &v.tags);
+            if i > keep && due <= now && filtered {
+                out.push(Action::Delete {
+                    key: v.key.clone(),
+                    version_id: Some(v.version_id.clone()),
+                    expect: None,
+                    bytes: if v.is_delete_marker { 0 } else { v.size },
+                    due_ms: due,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use godwit_common::lifecycle::{LifecycleRule, NoncurrentExpiration, RuleFilter};
+
+    fn version(key: &str, vid: &str, lm: i64, marker: bool) -> ObjectVersion {
+        ObjectVersion {
+            bucket: "b".into(),
+            key: key.into(),
+            version_id: vid.into(),
+            is_delete_marker: marker,
+            is_latest: false,
+            last_modified_ms: lm,
+            size: 10,
+            etag: String::new(),
+            headers: Default::default(),
+            user_meta: Default::default(),
+            checksums: Default::default(),
+            data: ObjectData::Inline(Vec::new()),
+            parts: Vec::new(),
+            tags: Default::default(),
+            owner: String::new(),
+            acl: None,
+            replication_status: None,
+            replica_of: None,
+            oss_type: None,
+        }
+    }
+
+    fn rule(expiration: Option<Expiration>, nc: Option<NoncurrentExpiration>) -> LifecycleRule {
+        LifecycleRule {
+            id: "r".into(),
+            enabled: true,
+            filter: RuleFilter::default(),
+            expiration,
+            noncurrent_expiration: nc,
+            abort_incomplete_upload: None,
+        }
+    }
+
+    #[test]
+    fn current_versions_expire_at_the_midnight_after_their_days() {
+        let v = [version("k", "null", DAY_MS / 2, false)];
+        let r = rule(Some(Expiration::Days(1)), None);
+        assert!(due_versions(&v, &r, true, 2 * DAY_MS - 1).is_empty());
+        let due = due_versions(&v, &r, true, 2 * DAY_MS);
+        assert_eq!(
+            due,
+            vec![Action::Delete {
+                key: "k".into(),
+                version_id: None,
+                expect: Some(("null".into(), DAY_MS / 2)),
+                bytes: 10,
+                due_ms: 2 * DAY_MS,
+            }]
+        );
+        // A marker on top is not expired by Days.
+        let m = [version("k", "m", 0, true), version("k", "v", 0, false)];
+        assert!(due_versions(&m, &r, false, 10 * DAY_MS).is_empty());
+    }
+
+    #[test]
+    fn noncurrent_versions_count_from_their_successor_and_keep_the_newest() {
+        let v = [
+            version("k", "v3", 5 * DAY_MS, false),
+            version("k", "v2", 3 * DAY_MS, false),
+            version("k", "v1", 0, false),
+        ];
+        let nc = |newer| {
+            Some(NoncurrentExpiration {
+                noncurrent_days: 1,
+                newer_noncurrent_versions: newer,
+            })
+        };
+        let ids = |acts: Vec<Action>| -> Vec<String> {
+            acts.into_iter()
+                .map(|a| match a {
+                    Action::Delete { version_id, .. } => version_id.unwrap_or_default(),
+                    Action::Abort { .. } => unreachable!(),
+                })
+                .collect()
+        };
+        // v1 noncurrent since day 3 (due day 4), v2 since day 5 (due day 6).
+        assert_eq!(
+            ids(due_versions(&v, &rule(None, nc(None)), false, 4 * DAY_MS)),
+            ["v1"]
+        );
+        assert_eq!(
+            ids(due_versions(&v, &rule(None, nc(None)), false, 6 * DAY_MS)),
+            ["v2", "v1"]
+        );
+        assert_eq!(
+            ids(due_versions(
+                &v,
+                &rule(None, nc(Some(1))),
+                false,
+                6 * DAY_MS
+            )),
+            ["v1"]
+        );
+    }
+
+    #[test]
+    fn a_lone_delete_marker_goes() {
+        let r = rule(Some(Expiration::DeleteMarker(true)), None);
+        let lone = [version("k", "m", 0, true)];
+        assert_eq!(due_versions(&lone, &r, false, 0).len(), 1);
+        let covering = [version("k", "m", 0, true), version("k", "v", 0, false)];
+        assert!(due_versions(&covering, &r, false, 0).is_empty());
+    }
+}
