@@ -240,6 +240,8 @@ const SAMPLES: &[Sample] = &[
     ("PutObjectTagging", "PUT", Object, "tagging", &[MD5], TAGS),
     ("DeleteObjectTagging", "DELETE", Object, "tagging", &[], ""),
     ("GetObjectMeta", "HEAD", Object, "objectMeta", &[], ""),
+    ("PutSymlink", "PUT", Object, "symlink", &[("x-oss-symlink-target", "{key}")], ""),
+    ("GetSymlink", "GET", Object, "symlink", &[], ""),
 
     // ---- objects: not implemented ----
     ("PutObjectAcl", "PUT", Object, "acl", &[("x-amz-acl", "public-read")], ""),
