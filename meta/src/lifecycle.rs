@@ -8,9 +8,9 @@
 //! touches rocksdb) has no part in it. A round:
 //!
 //! 1. reads the buckets that have an enabled rule (the `buckets` rows);
-//! 2. for each rule, walks the rule's prefix of the bucket's `objects`
-//!    rows and `uploads` rows (`plan`), and lists what is due at the
-//!    round's time: the current version when its `Expiration` is due
+//! 2. for each rule, reads the age index up to the rule's cutoff and the
+//!    rule's prefix of the `uploads` rows (`plan`), and lists what is due
+//!    at the round's time: the current version when its `Expiration` is due
 //!    (Days: last modification + Days, at the next midnight UTC; Date;
 //!    OSS's CreatedBeforeDate), each noncurrent version `NoncurrentDays`
 //!    after it became noncurrent (when the next newer version was
@@ -28,9 +28,14 @@
 //! `expect_current` (a version written after the round looked is never
 //! expired in the old one's place).
 //!
-//! Limitation: the walk visits every version under a rule's prefix each
-//! round (a prefix scan, not an index by due date), O(versions under the
-//! prefix); an index by time is the planned next step (docs/architecture.md).
+//! The walk reads the age index (`store::age_index`): each bucket's
+//! versions by the time their lifecycle clock started, oldest first, so a
+//! round reads only versions old enough to be due for some rule (and the
+//! lone delete markers, which have their own list), then the versions of
+//! each such key. What is old enough but not due (filtered out by tag or
+//! size, kept by `NewerNoncurrentVersions`, under another rule's prefix)
+//! is read again each round: a round costs O(old versions in the bucket),
+//! not O(versions).
 
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, Weak};
@@ -50,8 +55,12 @@ use crate::command::{Command, Reply};
 use crate::node::MetaNode;
 use crate::store::*;
 
-/// Actions carried out per round at most (the rest wait for the next).
+/// Actions carried out per round at most (the rest wait for the next,
+/// which then starts at once).
 const MAX_ACTIONS_PER_ROUND: usize = 10_000;
+
+/// How often a batch of actions starts (see `lifecycle_round`).
+const PACE_TICK: Duration = Duration::from_millis(10);
 
 /// How the worker runs (`godwit server --lifecycle-*`).
 #[derive(Clone, Copy, Debug)]
@@ -148,23 +157,32 @@ impl MetaNode {
         UPLOADS_ABORTED.inc_by(0);
         LAG_SECONDS.set(0);
         let weak: Weak<MetaNode> = Arc::downgrade(self);
-        let pause = Duration::from_secs_f64(1.0 / f64::from(settings.ops_per_sec.max(1)));
         tokio::spawn(async move {
             loop {
                 let Some(node) = weak.upgrade() else { break };
-                if let Err(e) = node.lifecycle_round(pause).await {
-                    tracing::warn!(error = %e, "lifecycle round failed; retrying next round");
-                }
+                let full = match node.lifecycle_round(settings.ops_per_sec).await {
+                    Ok(full) => full,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "lifecycle round failed; retrying next round");
+                        false
+                    }
+                };
                 drop(node);
-                tokio::time::sleep(settings.interval).await;
+                // A round that stopped at its cap goes on at once: the
+                // pace, not the period, bounds a large backlog.
+                if !full {
+                    tokio::time::sleep(settings.interval).await;
+                }
             }
         });
     }
 
-    async fn lifecycle_round(&self, pause: Duration) -> MetaResult<()> {
+    /// One round; true when it planned `MAX_ACTIONS_PER_ROUND` actions
+    /// (more may be due).
+    async fn lifecycle_round(&self, ops_per_sec: u32) -> MetaResult<bool> {
         if !self.is_leader() {
             LAG_SECONDS.set(0);
-            return Ok(());
+            return Ok(false);
         }
         self.linearizable().await?;
         let now = self.now_ms();
@@ -172,20 +190,38 @@ impl MetaNode {
         let plans = tokio::task::spawn_blocking(move || plan_all(&db, now, MAX_ACTIONS_PER_ROUND))
             .await
             .map_err(|e| MetaError::Internal(format!("lifecycle planning panicked: {e}")))??;
+        let full = plans.len() >= MAX_ACTIONS_PER_ROUND;
         let oldest = plans.iter().map(|(_, a)| a.due_ms()).min();
         LAG_SECONDS.set(oldest.map_or(0, |due| (now - due).max(0) / 1000));
-        let mut pace = tokio::time::interval(pause);
+        // The pace: every `PACE_TICK`, a batch of `ops_per_sec` /
+        // (ticks per second) actions carried out side by side (they
+        // share Raft proposals), so a high pace is not bounded by one
+        // commit's latency and a low one still spreads out.
+        let per_tick = (ops_per_sec as usize * PACE_TICK.as_millis() as usize / 1000).max(1);
+        let tick = if ops_per_sec as usize * (PACE_TICK.as_millis() as usize) < 1000 {
+            Duration::from_secs_f64(1.0 / f64::from(ops_per_sec.max(1)))
+        } else {
+            PACE_TICK
+        };
+        let mut pace = tokio::time::interval(tick);
         pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        for (bucket, action) in plans {
+        let mut plans = plans.into_iter().peekable();
+        while plans.peek().is_some() {
             if !self.is_leader() {
-                break;
+                return Ok(false);
             }
             pace.tick().await;
-            if let Err(e) = self.carry_out(&bucket, action).await {
-                tracing::debug!(bucket, error = %e, "lifecycle action skipped");
-            }
+            let batch = plans
+                .by_ref()
+                .take(per_tick)
+                .map(|(bucket, action)| async move {
+                    if let Err(e) = self.carry_out(&bucket, action).await {
+                        tracing::debug!(bucket, error = %e, "lifecycle action skipped");
+                    }
+                });
+            futures::future::join_all(batch).await;
         }
-        Ok(())
+        Ok(full)
     }
 
     async fn carry_out(&self, bucket: &str, action: Action) -> MetaResult<()> {
@@ -303,33 +339,58 @@ pub(crate) fn plan(
     for rule in cfg.enabled() {
         let mut prefix = bucket_prefix(&info.name);
         prefix.extend_from_slice(rule.filter.prefix.as_deref().unwrap_or_default().as_bytes());
-        if rule.expiration.is_some() || rule.noncurrent_expiration.is_some() {
-            // The versions of one key are adjacent, newest first.
-            let mut key: Vec<ObjectVersion> = Vec::new();
-            let rows = scan(db, CF_OBJECTS, prefix.clone());
-            for row in rows.map(Some).chain(std::iter::once(None)) {
-                let next = match row {
-                    Some(r) => Some(decode::<ObjectVersion>(&r?.1)?),
-                    None => None,
+        let key_prefix_of_rule = rule.filter.prefix.as_deref().unwrap_or_default();
+        // The keys worth a look: versions whose clock started long enough
+        // ago for the rule (the age index, oldest first), and the lone
+        // delete markers when the rule removes them.
+        let mut keys: Vec<String> = Vec::new();
+        let mut listed: HashSet<String> = HashSet::new();
+        if let Some(cutoff) = rule_cutoff(rule, now) {
+            let from = age_index::time_prefix(&info.name);
+            let bound = age_index::time_bound(&info.name, cutoff);
+            for row in scan(db, CF_AGE_INDEX, from) {
+                let (k, _) = row?;
+                if *k >= *bound {
+                    break;
+                }
+                let Some((_, key, _)) = age_index::parse_time_key(&info.name, &k) else {
+                    continue;
                 };
-                let same = match (&next, key.first()) {
-                    (Some(n), Some(f)) => n.key == f.key,
-                    _ => key.is_empty(),
-                };
-                if !same {
-                    for a in due_versions(&key, rule, unversioned, now) {
-                        push(&mut out, a);
-                    }
-                    key.clear();
-                    if out.len() >= limit {
-                        out.truncate(limit);
-                        return Ok(out);
+                if key.starts_with(key_prefix_of_rule) && listed.insert(key.clone()) {
+                    keys.push(key);
+                    // Each key may yield several actions; the cap is on
+                    // keys, the actions are cut to `limit` below.
+                    if keys.len() >= limit {
+                        break;
                     }
                 }
-                match next {
-                    Some(n) => key.push(n),
-                    None => break,
+            }
+        }
+        if rule.expiration == Some(Expiration::DeleteMarker(true)) {
+            let mut markers = age_index::marker_prefix(&info.name);
+            markers.extend_from_slice(key_prefix_of_rule.as_bytes());
+            let skip = markers.len() - key_prefix_of_rule.len();
+            for row in scan(db, CF_AGE_INDEX, markers) {
+                let (k, _) = row?;
+                let key = String::from_utf8_lossy(&k[skip..]).into_owned();
+                if listed.insert(key.clone()) {
+                    keys.push(key);
+                    if keys.len() >= limit {
+                        break;
+                    }
                 }
+            }
+        }
+        for key in keys {
+            let versions = scan(db, CF_OBJECTS, crate::store::key_prefix(&info.name, &key))
+                .map(|row| decode::<ObjectVersion>(&row?.1))
+                .collect::<MetaResult<Vec<_>>>()?;
+            for a in due_versions(&versions, rule, unversioned, now) {
+                push(&mut out, a);
+            }
+            if out.len() >= limit {
+                out.truncate(limit);
+                return Ok(out);
             }
         }
         if let Some(abort) = rule.abort_incomplete_upload {
@@ -360,6 +421,23 @@ pub(crate) fn plan(
         }
     }
     Ok(out)
+}
+
+/// The latest time a version's clock may have started for `rule` to make
+/// it due at `now` (see `age_index`), or None when the rule makes nothing
+/// due by age. A bound, not the test: `due_versions` decides.
+fn rule_cutoff(rule: &godwit_common::lifecycle::LifecycleRule, now: i64) -> Option<i64> {
+    let by_expiration = match rule.expiration {
+        // Due at the midnight after `days`: never before `days` have passed.
+        Some(Expiration::Days(d)) => Some(now - i64::from(d) * DAY_MS),
+        Some(Expiration::Date(at)) => (at <= now).then_some(now),
+        Some(Expiration::CreatedBefore(before)) => Some(before.min(now + 1) - 1),
+        Some(Expiration::DeleteMarker(_)) | None => None,
+    };
+    let by_noncurrent = rule
+        .noncurrent_expiration
+        .map(|nc| now - i64::from(nc.noncurrent_days) * DAY_MS);
+    by_expiration.max(by_noncurrent)
 }
 
 /// What `rule` makes due among the versions of one key (newest first).

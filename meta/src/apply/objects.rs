@@ -346,7 +346,7 @@ pub(crate) fn commit_version(
         version_index_key(&v.bucket, &v.key, &v.version_id),
         seq.to_be_bytes().to_vec(),
     );
-    Ok(())
+    age_index::on_commit(tx, v, seq)
 }
 
 /// Rewrites the record of a version just committed at `seq` (its
@@ -403,8 +403,10 @@ fn remove_version(
     })?;
     let v: ObjectVersion = decode(&stored)?;
     drop_refs(tx, &v.data)?;
+    age_index::on_remove(tx, &v, seq)?;
     tx.delete(CF_OBJECTS, object_key);
     tx.delete(CF_VERSION_INDEX, index_key);
+    age_index::after_remove(tx, bucket, key)?;
     outbox::forget_version(tx, bucket, key, version_id);
     Ok(Some(v))
 }

@@ -26,6 +26,7 @@
 //! | `repl_versions` | bucket `\0` key `\0` version id | JSON pending/failed task counts of a version |
 //! | `repl_uploads` | bucket `\0` key `\0` upload id | JSON streamed-upload record (destinations, remote upload ids) |
 //! | `request_ids` | `i` request id; `t` at ms (i64, sign bit flipped) BE, request id | JSON first reply and time; empty (the expiry index) |
+//! | `lifecycle_age` | `t` bucket `\0` since BE, key `\0` version id; `i` bucket `\0` key `\0` version id; `m` bucket `\0` key | empty; since; empty (`age_index.rs`: versions by when their lifecycle clock started, lone delete markers) |
 //! | `completed_uploads` | `i` bucket `\0` key `\0` upload id; `t` at ms BE, same | JSON completed-upload record; empty (the expiry index) |
 //!
 //! The `repl_*` families are the replication outbox (DESIGN.md invariant
@@ -44,6 +45,7 @@
 //! inverted sequence number; keys sort in byte order because `\0` sorts
 //! below every byte a key may contain.
 
+pub mod age_index;
 pub mod log;
 pub mod overlay;
 pub mod snapshot;
@@ -52,6 +54,7 @@ pub mod state_machine;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use age_index::CF_AGE_INDEX;
 use godwit_common::codec::Format;
 use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, Options, DB};
 
@@ -111,6 +114,7 @@ pub const SM_CFS: &[&str] = &[
     CF_REQUEST_IDS,
     CF_COMPLETED_UPLOADS,
     CF_ACCOUNTS,
+    CF_AGE_INDEX,
 ];
 
 pub fn open_db(dir: &Path) -> anyhow::Result<Arc<DB>> {

@@ -53,6 +53,7 @@ impl StateMachine {
     /// openraft reads `last_applied`.
     pub fn open(db: Arc<DB>, snapshot_dir: PathBuf) -> anyhow::Result<Self> {
         let snapshots = Arc::new(SnapshotStore::open(&db, snapshot_dir)?);
+        super::age_index::ensure(&db)?;
         Ok(StateMachine {
             db,
             snapshots,
@@ -229,10 +230,15 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         // Waits for openraft's last writes to reach the file.
         let received = (*data).into_std().await;
         let started = std::time::Instant::now();
-        tokio::task::spawn_blocking(move || store.install(&db, received, &expect))
-            .await
-            .map_err(|e| StorageIOError::write_snapshot(Some(sig.clone()), &e))?
-            .map_err(|e| StorageIOError::write_snapshot(Some(sig), openraft::AnyError::error(e)))?;
+        // A snapshot from a build without the lifecycle age index brings
+        // none: it is built here from the objects it brought.
+        tokio::task::spawn_blocking(move || {
+            store.install(&db, received, &expect)?;
+            super::age_index::ensure(&db).map(|_| ())
+        })
+        .await
+        .map_err(|e| StorageIOError::write_snapshot(Some(sig.clone()), &e))?
+        .map_err(|e| StorageIOError::write_snapshot(Some(sig), openraft::AnyError::error(e)))?;
         tracing::info!(snapshot = %meta.snapshot_id, elapsed_ms = started.elapsed().as_millis() as u64, "snapshot installed");
         Ok(())
     }
@@ -775,5 +781,122 @@ mod tests {
             packed.len(),
             json.len()
         );
+    }
+
+    /// The `lifecycle_age` rows, in order.
+    fn age_rows(db: &DB) -> Vec<(Vec<u8>, Vec<u8>)> {
+        db.iterator_cf(
+            cf(db, crate::store::CF_AGE_INDEX),
+            rocksdb::IteratorMode::Start,
+        )
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect()
+    }
+
+    /// The age index kept by the commands equals the one built from the
+    /// objects alone, after every step of a history that covers each way a
+    /// version comes and goes: new versions on top, markers, removal of
+    /// the newest, of a middle and of the oldest version, Suspended's
+    /// "null" replacement, and a lone marker appearing and going.
+    #[test]
+    fn the_age_index_kept_by_commands_equals_one_rebuilt_from_the_objects() {
+        let mut sm = Sm::new();
+        let delete = |key: &str, vid: Option<&str>, now: i64| Command::DeleteObject {
+            bucket: "b".into(),
+            key: key.into(),
+            version_id: vid.map(str::to_string),
+            new_version_id: format!("m{now}"),
+            now_ms: now,
+            replica_of: None,
+            lifecycle: false,
+            expect_current: None,
+        };
+        let check = |sm: &Sm, step: &str| {
+            let kept = age_rows(&sm.db);
+            sm.db
+                .delete_cf(
+                    cf(&sm.db, CF_SM_META),
+                    crate::store::age_index::KEY_AGE_INDEX,
+                )
+                .unwrap();
+            assert!(crate::store::age_index::ensure(&sm.db).unwrap());
+            assert_eq!(kept, age_rows(&sm.db), "after {step}");
+        };
+        let mut t = 10;
+        let mut ids = Vec::new();
+        for n in 0..4 {
+            t += 10;
+            let cmd = put("k", &format!("v{n}"));
+            match sm.apply(vec![(cmd, None)], t).remove(0) {
+                Ok(Reply::Version(v)) => ids.push(v.version_id),
+                other => panic!("{other:?}"),
+            }
+            check(&sm, &format!("put {n}"));
+        }
+        sm.put("other", "o1", "r-o1", t + 1);
+        check(&sm, "put other");
+        t += 10;
+        sm.apply(vec![(delete("k", None, t), None)], t)
+            .remove(0)
+            .unwrap();
+        check(&sm, "delete marker");
+        // The newest (the marker), a middle one, the oldest.
+        sm.apply(
+            vec![(delete("k", Some(&format!("m{t}")), t + 1), None)],
+            t + 1,
+        )
+        .remove(0)
+        .unwrap();
+        check(&sm, "remove newest");
+        sm.apply(vec![(delete("k", Some(&ids[1]), t + 2), None)], t + 2)
+            .remove(0)
+            .unwrap();
+        check(&sm, "remove middle");
+        sm.apply(vec![(delete("k", Some(&ids[0]), t + 3), None)], t + 3)
+            .remove(0)
+            .unwrap();
+        check(&sm, "remove oldest");
+        // Two in one proposal.
+        sm.apply(
+            vec![(put("k", "v8"), None), (delete("other", None, t + 4), None)],
+            t + 4,
+        );
+        check(&sm, "two in one proposal");
+        // A lone marker: "other" keeps only its marker.
+        sm.apply(vec![(delete("other", Some("o1"), t + 5), None)], t + 5)
+            .remove(0)
+            .unwrap();
+        check(&sm, "lone marker");
+        let lone = age_rows(&sm.db)
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(&crate::store::age_index::marker_prefix("b")))
+            .count();
+        assert_eq!(lone, 1);
+        // Suspended: writes replace the "null" version wherever it is.
+        sm.apply(
+            vec![(
+                Command::SetVersioning {
+                    bucket: "b".into(),
+                    state: VersioningState::Suspended,
+                },
+                None,
+            )],
+            t + 6,
+        );
+        for n in 0..3 {
+            sm.apply(vec![(put("k", "ignored"), None)], t + 7 + n)
+                .remove(0)
+                .unwrap();
+            check(&sm, &format!("suspended put {n}"));
+        }
+        sm.apply(vec![(delete("k", None, t + 20), None)], t + 20)
+            .remove(0)
+            .unwrap();
+        check(&sm, "suspended delete");
+        sm.apply(vec![(delete("other", Some("m"), t + 21), None)], t + 21);
+        check(&sm, "no-op delete");
     }
 }
