@@ -45,7 +45,11 @@ ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
 def client_error(excinfo) -> tuple[str, int]:
-    r = excinfo.value.response
+    return code_status(excinfo.value)
+
+
+def code_status(err: ClientError) -> tuple[str, int]:
+    r = err.response
     return r["Error"]["Code"], r["ResponseMetadata"]["HTTPStatusCode"]
 
 
@@ -288,7 +292,7 @@ def test_compliance_cannot_be_bypassed_shortened_or_weakened(s3, lock_bucket):
             s3.delete_object(Bucket=lock_bucket, Key="c", VersionId=vid)
             return True
         except ClientError as e:
-            assert client_error(e) == ("AccessDenied", 403)
+            assert code_status(e) == ("AccessDenied", 403)
             return False
 
     wait_until(deleted, 30, interval=0.5, what="the COMPLIANCE retention to end")
@@ -449,7 +453,7 @@ def test_bypass_needs_the_bypass_governance_permission(server, s3, lock_bucket):
             try:
                 other.delete_object(Bucket=lock_bucket, Key="k", VersionId=vid, BypassGovernanceRetention=True)
             except ClientError as e:
-                return client_error(e) == ("AccessDenied", 403) and "object lock" in e.response["Error"]["Message"]
+                return code_status(e) == ("AccessDenied", 403) and "object lock" in e.response["Error"]["Message"]
             return False
 
         # The policy reaches every gateway cache within its TTL.
