@@ -153,6 +153,12 @@ const SAMPLES: &[Sample] = &[
     ("PutBucketRtc", "PUT", Bucket, "rtc", &[MD5], OSS_RTC),
     ("GetBucketInfo", "GET", Bucket, "bucketInfo", &[], ""),
     ("GetBucketStat", "GET", Bucket, "stat", &[], ""),
+    // The victim is versioned: this would enable Object Lock on it.
+    ("GetObjectLockConfiguration", "GET", Bucket, "object-lock", &[], ""),
+    ("PutObjectLockConfiguration", "PUT", Bucket, "object-lock", &[MD5],
+        "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>\
+         <Rule><DefaultRetention><Mode>COMPLIANCE</Mode><Days>1</Days></DefaultRetention></Rule>\
+         </ObjectLockConfiguration>"),
 
     // ---- buckets: not implemented ----
     ("PutBucketAcl", "PUT", Bucket, "acl", &[("x-amz-acl", "public-read-write")], ""),
@@ -210,10 +216,6 @@ const SAMPLES: &[Sample] = &[
     ("GetBucketWebsite", "GET", Bucket, "website", &[], ""),
     ("PutBucketWebsite", "PUT", Bucket, "website", &[MD5], WEBSITE),
     ("DeleteBucketWebsite", "DELETE", Bucket, "website", &[], ""),
-    ("GetObjectLockConfiguration", "GET", Bucket, "object-lock", &[], ""),
-    ("PutObjectLockConfiguration", "PUT", Bucket, "object-lock", &[MD5],
-        "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>\
-         </ObjectLockConfiguration>"),
     ("GetPublicAccessBlock", "GET", Bucket, "publicAccessBlock", &[], ""),
     ("PutPublicAccessBlock", "PUT", Bucket, "publicAccessBlock", &[MD5], PUBLIC_ACCESS),
     ("DeletePublicAccessBlock", "DELETE", Bucket, "publicAccessBlock", &[], ""),
@@ -242,15 +244,17 @@ const SAMPLES: &[Sample] = &[
     ("GetObjectMeta", "HEAD", Object, "objectMeta", &[], ""),
     ("PutSymlink", "PUT", Object, "symlink", &[("x-oss-symlink-target", "{key}")], ""),
     ("GetSymlink", "GET", Object, "symlink", &[], ""),
-
-    // ---- objects: not implemented ----
-    ("PutObjectAcl", "PUT", Object, "acl", &[("x-amz-acl", "public-read")], ""),
-    ("GetObjectAttributes", "GET", Object, "attributes", &[("x-amz-object-attributes", "ETag,ObjectSize")], ""),
+    // The victim has no Object Lock: these must be refused before meta
+    // would answer InvalidRequest.
     ("GetObjectLegalHold", "GET", Object, "legal-hold", &[], ""),
     ("PutObjectLegalHold", "PUT", Object, "legal-hold", &[MD5], "<LegalHold><Status>ON</Status></LegalHold>"),
     ("GetObjectRetention", "GET", Object, "retention", &[], ""),
     ("PutObjectRetention", "PUT", Object, "retention", &[MD5],
         "<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>2099-01-01T00:00:00Z</RetainUntilDate></Retention>"),
+
+    // ---- objects: not implemented ----
+    ("PutObjectAcl", "PUT", Object, "acl", &[("x-amz-acl", "public-read")], ""),
+    ("GetObjectAttributes", "GET", Object, "attributes", &[("x-amz-object-attributes", "ETag,ObjectSize")], ""),
     ("GetObjectTorrent", "GET", Object, "torrent", &[], ""),
     ("RestoreObject", "POST", Object, "restore", &[], "<RestoreRequest><Days>1</Days></RestoreRequest>"),
     ("AppendObject", "POST", Object, "append&position=0", &[], "appended by another account"),

@@ -26,6 +26,10 @@ pub struct BucketConfig {
     /// Lifecycle rules (PutBucketLifecycleConfiguration).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifecycle: Option<LifecycleConfiguration>,
+    /// Object Lock (CreateBucket with `x-amz-bucket-object-lock-enabled`,
+    /// PutObjectLockConfiguration); present: enabled, for good.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_lock: Option<crate::object_lock::ObjectLockConfiguration>,
 }
 
 impl BucketConfig {
@@ -41,6 +45,7 @@ impl BucketConfig {
             ConfigChange::Cors(cors) => self.cors = cors,
             ConfigChange::Tags(tags) => self.tags = tags,
             ConfigChange::Lifecycle(lifecycle) => self.lifecycle = lifecycle,
+            ConfigChange::ObjectLock(lock) => self.object_lock = Some(lock),
         }
     }
 }
@@ -52,6 +57,9 @@ pub enum ConfigChange {
     Cors(Option<CorsConfiguration>),
     Tags(Option<Vec<Tag>>),
     Lifecycle(Option<LifecycleConfiguration>),
+    /// Enables Object Lock (if it was not) and sets its default
+    /// retention; meta refuses it unless versioning is Enabled.
+    ObjectLock(crate::object_lock::ObjectLockConfiguration),
 }
 
 /// A bucket's CORS rules, evaluated in order: the first rule that allows
@@ -150,6 +158,7 @@ mod tests {
                 value: " a b ".into(),
             }]),
             lifecycle: Some(LifecycleConfiguration::default()),
+            object_lock: None,
         }
     }
 

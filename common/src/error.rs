@@ -72,6 +72,14 @@ pub enum MetaError {
     /// others than the owner.
     #[error("invalid bucket acl with object ownership")]
     InvalidBucketAclWithObjectOwnership,
+    /// A delete or retention change of a version that Object Lock
+    /// protects (S3: 403 AccessDenied).
+    #[error("object protected by object lock")]
+    ObjectLocked,
+    /// A bucket in a state that refuses the request (S3: 409
+    /// InvalidBucketState), e.g. suspending versioning under Object Lock.
+    #[error("invalid bucket state: {0}")]
+    InvalidBucketState(String),
     /// A request argument meta rejects.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -21,6 +21,7 @@ pub mod lifecycle;
 pub mod meta_api;
 pub mod metrics;
 pub mod net;
+pub mod object_lock;
 pub mod object_read;
 pub mod read_lease;
 pub mod replication;

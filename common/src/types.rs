@@ -251,6 +251,13 @@ pub struct ObjectVersion {
     /// records of builds before OSS symlinks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oss_type: Option<OssObjectType>,
+    /// Object Lock retention and legal hold. Absent from records of
+    /// builds before Object Lock.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::object_lock::VersionLock::is_empty"
+    )]
+    pub lock: crate::object_lock::VersionLock,
 }
 
 /// The OSS object types besides Normal and Multipart
@@ -299,6 +306,14 @@ pub struct NewObject {
     /// See `ObjectVersion::oss_type`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oss_type: Option<OssObjectType>,
+    /// The lock the write asks for (`x-amz-object-lock-*`); empty: the
+    /// bucket's default retention, if any, applies (meta decides, at
+    /// commit).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::object_lock::VersionLock::is_empty"
+    )]
+    pub lock: crate::object_lock::VersionLock,
 }
 
 /// The precondition of a conditional write (PutObject, CopyObject,
@@ -438,6 +453,12 @@ pub struct NewUpload {
     /// completed object are replicas, never replicated again.
     #[serde(default)]
     pub replica_of: Option<crate::replication::ReplicaOrigin>,
+    /// See `NewObject::lock`: given to the object at Complete.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::object_lock::VersionLock::is_empty"
+    )]
+    pub lock: crate::object_lock::VersionLock,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -464,6 +485,12 @@ pub struct UploadInfo {
     /// See `NewUpload::replica_of`.
     #[serde(default)]
     pub replica_of: Option<crate::replication::ReplicaOrigin>,
+    /// See `NewUpload::lock`.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::object_lock::VersionLock::is_empty"
+    )]
+    pub lock: crate::object_lock::VersionLock,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -799,6 +826,7 @@ mod tests {
             copy_source: None,
             precondition: None,
             oss_type: None,
+            lock: Default::default(),
         };
         // Nothing new on the wire when there is no precondition...
         let json = serde_json::to_string(&obj).unwrap();

@@ -153,6 +153,36 @@ pub async fn authorize_copy_source(
     check(gw, a, &target, action).await
 }
 
+/// Whether a request that sent `x-amz-bypass-governance-retention: true`
+/// may bypass GOVERNANCE retention: the caller must also hold
+/// `s3:BypassGovernanceRetention` on the object, a second action checked
+/// as the operation's own is (root and the bucket owner hold it).
+/// https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock-managing.html#object-lock-managing-bypass
+pub async fn may_bypass_governance(gw: &Gateway, a: &Access<'_>) -> Result<bool, S3Error> {
+    let asked = a
+        .parts
+        .headers
+        .get("x-amz-bypass-governance-retention")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let Some(bucket) = a.bucket.filter(|_| asked) else {
+        return Ok(false);
+    };
+    if a.caller.is_root {
+        return Ok(true);
+    }
+    let target = Target {
+        bucket,
+        key: a.key,
+        version: a.query.get("versionId"),
+    };
+    match check(gw, a, &target, "s3:BypassGovernanceRetention").await {
+        Ok(()) => Ok(true),
+        Err(S3Error::AccessDenied(_)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// What an action is on: a bucket, or one object (version) in it (the
 /// request's own, or a copy's source).
 struct Target<'a> {

@@ -236,6 +236,7 @@ fn as_read(data: ObjectData, size: u64) -> ObjectRead {
             replication_status: None,
             replica_of: None,
             oss_type: None,
+            lock: Default::default(),
         },
         grant: ReadGrant::default(),
     }

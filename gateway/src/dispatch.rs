@@ -8,7 +8,7 @@ use axum::response::Response;
 
 use crate::api::{
     access, attributes, bucket, bucket_tagging, copy, cors, delete_objects, lifecycle, multipart,
-    object, post_object, symlink, tagging, ApiResult, Ctx,
+    object, object_lock, post_object, symlink, tagging, ApiResult, Ctx,
 };
 use crate::dialect::Dialect;
 use crate::error::S3Error;
@@ -197,6 +197,12 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
             oss::bucket_config::delete_bucket_tags(&ctx).await
         }
         DeleteBucketTagging => bucket_tagging::delete_bucket_tagging(&ctx).await,
+        GetObjectLockConfiguration => object_lock::get_lock_configuration(&ctx).await,
+        PutObjectLockConfiguration => object_lock::put_lock_configuration(&ctx, body).await,
+        GetObjectRetention => object_lock::get_retention(&ctx).await,
+        PutObjectRetention => object_lock::put_retention(&ctx, body).await,
+        GetObjectLegalHold => object_lock::get_legal_hold(&ctx).await,
+        PutObjectLegalHold => object_lock::put_legal_hold(&ctx, body).await,
         // A CORS preflight, answered before authorization (it never
         // carries credentials).
         Options => cors::preflight(&ctx).await,
@@ -232,12 +238,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | GetBucketWebsite
         | PutBucketWebsite
         | DeleteBucketWebsite
-        | GetObjectLockConfiguration
-        | PutObjectLockConfiguration
-        | GetObjectLegalHold
-        | PutObjectLegalHold
-        | GetObjectRetention
-        | PutObjectRetention
         | GetObjectTorrent
         | AppendObject
         | SelectObjectContent

@@ -177,6 +177,17 @@ pub enum S3Error {
     /// A required request argument (header or parameter) is absent.
     #[error("{0}")]
     MissingArgument(String),
+    /// A request the bucket's state refuses (Object Lock on a bucket
+    /// without versioning Enabled, suspending versioning under Object
+    /// Lock).
+    #[error("{0}")]
+    InvalidBucketState(String),
+    /// GetObjectLockConfiguration on a bucket without Object Lock.
+    #[error("Object Lock configuration does not exist for this bucket")]
+    ObjectLockConfigurationNotFoundError,
+    /// GetObjectRetention / GetObjectLegalHold of a version without one.
+    #[error("The specified object does not have a ObjectLock configuration")]
+    NoSuchObjectLockConfiguration,
     /// OSS: GET or HEAD of a symlink whose target does not exist.
     #[error("The symlink target object does not exist")]
     SymlinkTargetNotExist,
@@ -283,6 +294,9 @@ impl S3Error {
             FileAlreadyExists => "FileAlreadyExists",
             InvalidObjectState(_) => "InvalidObjectState",
             MissingArgument(_) => "MissingArgument",
+            InvalidBucketState(_) => "InvalidBucketState",
+            ObjectLockConfigurationNotFoundError => "ObjectLockConfigurationNotFoundError",
+            NoSuchObjectLockConfiguration => "NoSuchObjectLockConfiguration",
             SymlinkTargetNotExist => "SymlinkTargetNotExist",
             InvalidTargetType => "InvalidTargetType",
             NotSymlink => "NotSymlink",
@@ -362,10 +376,14 @@ impl S3Error {
             | NoSuchTagSet
             | NoSuchReplicationConfiguration
             | SymlinkTargetNotExist
+            | ObjectLockConfigurationNotFoundError
+            | NoSuchObjectLockConfiguration
             | NoSuchReplicationRule => StatusCode::NOT_FOUND,
-            BucketAlreadyOwnedByYou | BucketAlreadyExists | BucketNotEmpty | FileAlreadyExists => {
-                StatusCode::CONFLICT
-            }
+            BucketAlreadyOwnedByYou
+            | BucketAlreadyExists
+            | BucketNotEmpty
+            | FileAlreadyExists
+            | InvalidBucketState(_) => StatusCode::CONFLICT,
             InternalError(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             StorageFull(_) => StatusCode::INSUFFICIENT_STORAGE,
@@ -392,6 +410,10 @@ impl From<MetaError> for S3Error {
             MetaError::NoSuchAccessKey => S3Error::InvalidAccessKeyId,
             MetaError::InvalidArgument(m) => S3Error::InvalidArgument(m),
             MetaError::InvalidRequest(m) => S3Error::InvalidRequest(m),
+            MetaError::ObjectLocked => S3Error::AccessDenied(
+                "Access Denied because object protected by object lock.".into(),
+            ),
+            MetaError::InvalidBucketState(m) => S3Error::InvalidBucketState(m),
             MetaError::InvalidBucketAclWithObjectOwnership => {
                 S3Error::InvalidBucketAclWithObjectOwnership
             }

@@ -148,6 +148,7 @@ impl MetaNode {
         region: &str,
         owner: &str,
         access: godwit_common::access::BucketAccess,
+        object_lock: bool,
     ) -> MetaResult<BucketInfo> {
         let cmd = Command::CreateBucket {
             name: name.into(),
@@ -155,6 +156,7 @@ impl MetaNode {
             owner: owner.into(),
             now_ms: self.now_ms(),
             access,
+            object_lock,
         };
         match self.write(cmd).await? {
             Reply::Bucket(b) => Ok(b),
@@ -234,6 +236,7 @@ impl MetaNode {
         bucket: &str,
         key: &str,
         version_id: Option<&str>,
+        bypass_governance: bool,
     ) -> MetaResult<DeleteOutcome> {
         let cmd = Command::DeleteObject {
             bucket: bucket.into(),
@@ -244,6 +247,7 @@ impl MetaNode {
             replica_of: None,
             lifecycle: false,
             expect_current: None,
+            bypass_governance,
         };
         match self.write(cmd).await? {
             Reply::Deleted(d) => Ok(d),
@@ -580,8 +584,9 @@ impl ObjectMeta for MetaNode {
                 region,
                 owner,
                 access,
+                object_lock,
             } => A::Bucket(
-                self.create_bucket_impl(&name, &region, &owner, access)
+                self.create_bucket_impl(&name, &region, &owner, access, object_lock)
                     .await?,
             ),
             Q::GetBucket { name } => A::Bucket(self.get_bucket_impl(&name).await?),
@@ -637,10 +642,31 @@ impl ObjectMeta for MetaNode {
                 bucket,
                 key,
                 version_id,
+                bypass_governance,
             } => A::Deleted(
-                self.delete_object_impl(&bucket, &key, version_id.as_deref())
+                self.delete_object_impl(&bucket, &key, version_id.as_deref(), bypass_governance)
                     .await?,
             ),
+            Q::SetObjectLock {
+                bucket,
+                key,
+                version_id,
+                change,
+                bypass_governance,
+            } => {
+                let cmd = Command::SetObjectLock {
+                    bucket,
+                    key,
+                    version_id,
+                    change,
+                    bypass_governance,
+                    now_ms: self.now_ms(),
+                };
+                match self.write(cmd).await? {
+                    Reply::Version(v) => A::Version(v),
+                    r => return Err(unexpected(r)),
+                }
+            }
             Q::DeleteObjectReplica {
                 bucket,
                 key,

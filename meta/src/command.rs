@@ -100,6 +100,10 @@ pub enum Command {
         /// Absent in entries from before ACLs: BucketOwnerEnforced.
         #[serde(default)]
         access: godwit_common::access::BucketAccess,
+        /// `x-amz-bucket-object-lock-enabled: true`: Object Lock on and
+        /// versioning Enabled from the start.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        object_lock: bool,
     },
     DeleteBucket {
         name: String,
@@ -151,6 +155,23 @@ pub enum Command {
         /// never expired in its place.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expect_current: Option<(String, i64)>,
+        /// GOVERNANCE retention does not stop the removal (the caller
+        /// sent `x-amz-bypass-governance-retention: true` and holds
+        /// `s3:BypassGovernanceRetention`). A build from before Object
+        /// Lock cannot read an entry that sets it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        bypass_governance: bool,
+    },
+    /// PutObjectRetention / PutObjectLegalHold: one version's lock,
+    /// changed under Object Lock's rules at `now_ms` (a build from before
+    /// Object Lock cannot read this entry).
+    SetObjectLock {
+        bucket: String,
+        key: String,
+        version_id: Option<String>,
+        change: godwit_common::object_lock::LockChange,
+        bypass_governance: bool,
+        now_ms: i64,
     },
     CreateUpload {
         upload: NewUpload,
@@ -380,6 +401,7 @@ impl Command {
             Command::SetBucketPolicy { .. } => "set_bucket_policy",
             Command::PutObject { .. } => "put_object",
             Command::DeleteObject { .. } => "delete_object",
+            Command::SetObjectLock { .. } => "set_object_lock",
             Command::CreateUpload { .. } => "create_upload",
             Command::PutPart { .. } => "put_part",
             Command::CompleteUpload { .. } => "complete_upload",
@@ -420,6 +442,7 @@ impl Command {
             Command::CreateBucket { now_ms, .. }
             | Command::PutObject { now_ms, .. }
             | Command::DeleteObject { now_ms, .. }
+            | Command::SetObjectLock { now_ms, .. }
             | Command::CreateUpload { now_ms, .. }
             | Command::PutPart { now_ms, .. }
             | Command::CompleteUpload { now_ms, .. }

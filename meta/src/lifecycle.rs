@@ -242,6 +242,7 @@ impl MetaNode {
                     replica_of: None,
                     lifecycle: true,
                     expect_current: expect,
+                    bypass_governance: false,
                 };
                 // PreconditionFailed: the key changed since the round
                 // looked (`expect_current`), and nothing was deleted.
@@ -488,7 +489,10 @@ fn due_versions(
             let since = versions[i - 1].last_modified_ms;
             let due = next_midnight(since + i64::from(nc.noncurrent_days) * DAY_MS);
             let filtered = v.is_delete_marker || rule.filter.matches(&v.key, v.size, &v.tags);
-            if i > keep && due <= now && filtered {
+            // Object Lock: a retained or held version outlives its rules
+            // (S3's lifecycle skips it; meta would refuse the delete too).
+            let unlocked = v.lock.check_delete(now, false).is_ok();
+            if i > keep && due <= now && filtered && unlocked {
                 out.push(Action::Delete {
                     key: v.key.clone(),
                     version_id: Some(v.version_id.clone()),
@@ -528,6 +532,7 @@ mod tests {
             replication_status: None,
             replica_of: None,
             oss_type: None,
+            lock: Default::default(),
         }
     }
 
@@ -602,6 +607,42 @@ mod tests {
             )),
             ["v1"]
         );
+    }
+
+    #[test]
+    fn locked_noncurrent_versions_are_not_expired() {
+        use godwit_common::object_lock::{LockMode, Retention, VersionLock};
+        let mut held = version("k", "held", 0, false);
+        held.lock.legal_hold = Some(true);
+        let mut kept = version("k", "kept", 0, false);
+        kept.lock = VersionLock {
+            retention: Some(Retention {
+                mode: LockMode::Governance,
+                retain_until_ms: 100 * DAY_MS,
+            }),
+            legal_hold: None,
+        };
+        let mut lapsed = version("k", "lapsed", 0, false);
+        lapsed.lock.retention = Some(Retention {
+            mode: LockMode::Compliance,
+            retain_until_ms: DAY_MS,
+        });
+        let v = [version("k", "new", 3 * DAY_MS, false), held, kept, lapsed];
+        let r = rule(
+            None,
+            Some(NoncurrentExpiration {
+                noncurrent_days: 1,
+                newer_noncurrent_versions: None,
+            }),
+        );
+        let due: Vec<_> = due_versions(&v, &r, false, 10 * DAY_MS)
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::Delete { version_id, .. } => version_id,
+                Action::Abort { .. } => None,
+            })
+            .collect();
+        assert_eq!(due, ["lapsed"]);
     }
 
     #[test]

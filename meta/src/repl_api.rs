@@ -303,6 +303,7 @@ impl MetaNode {
             replica_of: Some(origin),
             lifecycle: false,
             expect_current: None,
+            bypass_governance: false,
         };
         match self.write(cmd).await? {
             Reply::Deleted(d) => Ok(d),

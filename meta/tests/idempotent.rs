@@ -101,6 +101,7 @@ async fn a_write_retried_with_its_request_id_is_applied_once() {
         region: "r".into(),
         owner: "AK".into(),
         access: Default::default(),
+        object_lock: false,
     };
     let taken = call(&url, &c, Some("req-3")).await;
     assert_eq!(taken.unwrap_err(), MetaError::BucketAlreadyOwnedByYou);

@@ -269,6 +269,7 @@ async fn ensure_remote_upload(
     if !info.tags.is_empty() {
         headers.push(("x-amz-tagging".into(), tagging_header(&info.tags)));
     }
+    headers.extend(crate::task::lock_headers(&info.lock));
     // The same checksum algorithm and type as the source upload.
     headers.extend(
         CarriedChecksum::of_upload(info)

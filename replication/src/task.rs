@@ -236,6 +236,7 @@ impl Replicator {
         if !v.tags.is_empty() {
             headers.push(("x-amz-tagging".into(), tagging_header(&v.tags)));
         }
+        headers.extend(lock_headers(&v.lock));
         if !v.parts.is_empty() || v.size > MAX_SINGLE_PUT {
             return self
                 .copy_as_multipart(task, remote, v, &obj.grant, headers)
@@ -529,6 +530,25 @@ pub(crate) fn object_headers(
     h
 }
 
+/// The `x-amz-object-lock-*` headers that carry a version's retention and
+/// legal hold to the destination (which must have Object Lock, as S3
+/// requires of a replication destination for locked objects).
+pub(crate) fn lock_headers(lock: &godwit_common::object_lock::VersionLock) -> Headers {
+    let mut h: Headers = Vec::new();
+    if let Some(r) = &lock.retention {
+        h.push(("x-amz-object-lock-mode".into(), r.mode.as_str().into()));
+        h.push((
+            "x-amz-object-lock-retain-until-date".into(),
+            rfc3339(r.retain_until_ms),
+        ));
+    }
+    if let Some(on) = lock.legal_hold {
+        let status = if on { "ON" } else { "OFF" };
+        h.push(("x-amz-object-lock-legal-hold".into(), status.into()));
+    }
+    h
+}
+
 /// A value that HTTP and SigV4 accept: visible ASCII as is, anything else
 /// as an RFC 2047 encoded word, the form S3 itself uses for non-ASCII
 /// metadata (<https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingMetadata.html>).
@@ -583,6 +603,26 @@ mod tests {
         assert_eq!(get(REPLICA_HEADER), Some("eu-west;1700000000123"));
     }
 
+    #[test]
+    fn lock_headers_carry_retention_and_legal_hold() {
+        use godwit_common::object_lock::{LockMode, Retention, VersionLock};
+        assert!(lock_headers(&VersionLock::default()).is_empty());
+        let h = lock_headers(&VersionLock {
+            retention: Some(Retention {
+                mode: LockMode::Compliance,
+                retain_until_ms: 1_893_456_000_000,
+            }),
+            legal_hold: Some(true),
+        });
+        let get = |n: &str| h.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+        assert_eq!(get("x-amz-object-lock-mode"), Some("COMPLIANCE"));
+        assert_eq!(
+            get("x-amz-object-lock-retain-until-date"),
+            Some("2030-01-01T00:00:00Z")
+        );
+        assert_eq!(get("x-amz-object-lock-legal-hold"), Some("ON"));
+    }
+
     fn version_with(checksums: Checksums, parts: Vec<Checksums>) -> ObjectVersion {
         use godwit_common::types::PartSummary;
         ObjectVersion {
@@ -614,6 +654,7 @@ mod tests {
             replication_status: None,
             replica_of: None,
             oss_type: None,
+            lock: Default::default(),
         }
     }
 

@@ -26,6 +26,9 @@ request_enum! {
             /// BucketOwnerEnforced.
             #[serde(default)]
             access: crate::access::BucketAccess,
+            /// `x-amz-bucket-object-lock-enabled: true`.
+            #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+            object_lock: bool,
         },
         GetBucket { name: String },
         ListBuckets,
@@ -36,7 +39,21 @@ request_enum! {
         ChangeBucketConfig { bucket: String, change: crate::bucket_config::ConfigChange },
         PutObject { obj: Box<NewObject> },
         GetObject { bucket: String, key: String, version_id: Option<String> },
-        DeleteObject { bucket: String, key: String, version_id: Option<String> },
+        DeleteObject {
+            bucket: String,
+            key: String,
+            version_id: Option<String>,
+            /// See `delete_object_bypassing`.
+            #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+            bypass_governance: bool,
+        },
+        SetObjectLock {
+            bucket: String,
+            key: String,
+            version_id: Option<String>,
+            change: crate::object_lock::LockChange,
+            bypass_governance: bool,
+        },
         DeleteObjectReplica {
             bucket: String,
             key: String,
@@ -158,11 +175,26 @@ pub trait ObjectMeta: Send + Sync + 'static {
         owner: &str,
         access: crate::access::BucketAccess,
     ) -> MetaResult<BucketInfo> {
+        self.create_bucket_locked(name, region, owner, access, false)
+            .await
+    }
+
+    /// Creates a bucket; with `object_lock`, with Object Lock enabled and
+    /// versioning Enabled (S3's `x-amz-bucket-object-lock-enabled`).
+    async fn create_bucket_locked(
+        &self,
+        name: &str,
+        region: &str,
+        owner: &str,
+        access: crate::access::BucketAccess,
+        object_lock: bool,
+    ) -> MetaResult<BucketInfo> {
         let req = ObjectRequest::CreateBucket {
             name: name.into(),
             region: region.into(),
             owner: owner.into(),
             access,
+            object_lock,
         };
         ask!(self, req => ObjectResponse::Bucket)
     }
@@ -266,12 +298,53 @@ pub trait ObjectMeta: Send + Sync + 'static {
         key: &str,
         version_id: Option<&str>,
     ) -> MetaResult<DeleteOutcome> {
+        self.delete_object_bypassing(bucket, key, version_id, false)
+            .await
+    }
+
+    /// `delete_object`; a version under Object Lock is not removed
+    /// (`ObjectLocked`), unless its retention is GOVERNANCE and
+    /// `bypass_governance` (the caller sent
+    /// `x-amz-bypass-governance-retention: true` and holds
+    /// `s3:BypassGovernanceRetention`). Judged by meta, atomically with
+    /// the removal.
+    async fn delete_object_bypassing(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        bypass_governance: bool,
+    ) -> MetaResult<DeleteOutcome> {
         let req = ObjectRequest::DeleteObject {
             bucket: bucket.into(),
             key: key.into(),
             version_id: version_id.map(str::to_string),
+            bypass_governance,
         };
         ask!(self, req => ObjectResponse::Deleted)
+    }
+
+    /// PutObjectRetention / PutObjectLegalHold: changes one version's
+    /// lock (the latest when `version_id` is None) under Object Lock's
+    /// rules (`ObjectLocked` for a change they refuse); returns the
+    /// version as changed. `InvalidRequest` for a bucket without Object
+    /// Lock or a delete marker.
+    async fn set_object_lock(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        change: crate::object_lock::LockChange,
+        bypass_governance: bool,
+    ) -> MetaResult<ObjectVersion> {
+        let req = ObjectRequest::SetObjectLock {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(str::to_string),
+            change,
+            bypass_governance,
+        };
+        ask!(self, req => ObjectResponse::Version).map(|v| *v)
     }
 
     /// `delete_object` on behalf of a replication worker (a request that

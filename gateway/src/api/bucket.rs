@@ -109,12 +109,10 @@ pub fn location_ok(constraint: Option<&str>, region: &str) -> bool {
 pub async fn create_bucket(ctx: &Ctx, body: Body) -> ApiResult {
     let name = ctx.bucket();
     crate::names::validate_bucket_name(name)?;
-    if ctx
+    // Object Lock from the start (and versioning Enabled with it).
+    let object_lock = ctx
         .header("x-amz-bucket-object-lock-enabled")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-    {
-        return Err(S3Error::NotImplemented.into());
-    }
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
     let body = read_small_body(ctx, body, MAX_CONFIG_BODY).await?;
     let config = parse_create_bucket(&body.bytes)?;
     let region = &ctx.gw.cfg.region;
@@ -124,7 +122,7 @@ pub async fn create_bucket(ctx: &Ctx, body: Body) -> ApiResult {
     let access = super::access::new_bucket_access(ctx).await?;
     ctx.gw
         .meta
-        .create_bucket_with(name, region, ctx.owner(), access)
+        .create_bucket_locked(name, region, ctx.owner(), access, object_lock)
         .await?;
     ctx.gw.buckets.invalidate(name);
     let mut resp = empty_response(StatusCode::OK);

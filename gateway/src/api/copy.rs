@@ -133,6 +133,8 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
     let precondition = write_precondition(ctx.headers())?;
     // A bad directive or tag header fails before the source is read.
     copy_tags(ctx, &Default::default())?;
+    // The copy's own lock headers (a source's lock is never copied).
+    let lock = super::object_lock::lock_from_headers(ctx, false)?;
     let (src, obj) = load_source(ctx).await?;
     if src.bucket == ctx.bucket() && src.key == ctx.key() && src.version_id.is_none() && !replace {
         return Err(S3Error::InvalidRequest(
@@ -187,6 +189,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             // A copy of a symlink is a symlink to the same target (the
             // link is copied, not what it points at).
             oss_type: v.oss_type.clone(),
+            lock,
         })
         .await
         .map_err(|e| write_refusal(ctx, e))?;

@@ -19,11 +19,11 @@ enum Outcome {
     Failed(DeleteError),
 }
 
-async fn delete_one(ctx: &Ctx, obj: DeleteObjectId) -> Outcome {
+async fn delete_one(ctx: &Ctx, obj: DeleteObjectId, bypass: bool) -> Outcome {
     let result = ctx
         .gw
         .meta
-        .delete_object(ctx.bucket(), &obj.key, obj.version_id.as_deref())
+        .delete_object_bypassing(ctx.bucket(), &obj.key, obj.version_id.as_deref(), bypass)
         .await;
     match result {
         Ok(out) => {
@@ -67,9 +67,11 @@ pub async fn delete_objects(ctx: &Ctx, body: Body) -> Result<DeleteOutcome, ApiE
     let req = parse_delete(&body.bytes)?;
     // The bucket must exist even if every key is absent.
     ctx.gw.meta.get_bucket(ctx.bucket()).await?;
+    // `x-amz-bypass-governance-retention` covers every key of the request.
+    let bypass = super::object_lock::bypass_governance(ctx).await?;
 
     let outcomes: Vec<Outcome> = futures::stream::iter(req.objects)
-        .map(|obj| delete_one(ctx, obj))
+        .map(|obj| delete_one(ctx, obj, bypass))
         .buffered(PARALLEL_DELETES)
         .collect()
         .await;

@@ -136,6 +136,7 @@ pub fn write_object_headers(
     if let Some(status) = v.replication_status {
         set_header(out, "x-amz-replication-status", status.as_header());
     }
+    super::object_lock::write_lock_headers(out, &v.lock);
     if !v.tags.is_empty() {
         set_header(out, "x-amz-tagging-count", &v.tags.len().to_string());
     }
@@ -248,6 +249,7 @@ mod tests {
             replication_status: None,
             replica_of: None,
             oss_type: None,
+            lock: Default::default(),
         };
         let mut out = HeaderMap::new();
         write_object_headers(
@@ -297,6 +299,7 @@ mod tests {
             replication_status: Some(ReplicationStatus::Pending),
             replica_of: None,
             oss_type: None,
+            lock: Default::default(),
         };
         for (status, shown) in [
             (ReplicationStatus::Pending, "PENDING"),

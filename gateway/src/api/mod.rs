@@ -27,6 +27,7 @@ pub mod lifecycle;
 pub mod list;
 pub mod multipart;
 pub mod object;
+pub mod object_lock;
 pub mod post_object;
 pub mod post_policy;
 pub mod range;

@@ -93,6 +93,8 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
     let tags = tags_from_headers(ctx)?;
     // A replication worker's upload: its parts and object are replicas.
     let replica_of = replica_origin(ctx.headers())?;
+    // Given to the object at Complete.
+    let lock = super::object_lock::lock_from_headers(ctx, replica_of.is_some())?;
     // The completed object's owner and ACL, settled now (S3 takes them
     // from CreateMultipartUpload).
     let access =
@@ -111,6 +113,7 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
             owner: access.owner,
             acl: access.acl,
             replica_of,
+            lock,
         })
         .await?;
     let doc = InitiateMultipartUploadResult {

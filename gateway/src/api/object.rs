@@ -86,6 +86,10 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     let user_meta = user_meta(ctx.headers())?;
     let tags = tags_from_headers(ctx)?;
     let replica_of = replica_origin(ctx.headers())?;
+    let lock = super::object_lock::lock_from_headers(ctx, replica_of.is_some())?;
+    if replica_of.is_none() {
+        super::object_lock::require_lock_integrity(ctx.headers(), &lock)?;
+    }
     let expected = expected_from_headers(ctx.headers())?;
     // Owner and ACL are settled (and a refused ACL refused) before any
     // byte moves; the bucket comes from the cache.
@@ -148,6 +152,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
             copy_source: None,
             precondition,
             oss_type: None,
+            lock,
         }),
         ctx.gw.buckets.has_versioning(bucket),
     );
@@ -393,7 +398,10 @@ pub async fn delete_object(ctx: &Ctx) -> ApiResult {
                 .await?
         }
         None => {
-            meta.delete_object(ctx.bucket(), ctx.key(), version_id)
+            // Object Lock may keep the version; GOVERNANCE yields to a
+            // caller allowed to bypass it (meta judges, in the delete).
+            let bypass = version_id.is_some() && super::object_lock::bypass_governance(ctx).await?;
+            meta.delete_object_bypassing(ctx.bucket(), ctx.key(), version_id, bypass)
                 .await?
         }
     };
@@ -462,6 +470,7 @@ mod tests {
             replication_status: None,
             replica_of: None,
             oss_type: None,
+            lock: Default::default(),
         }
     }
 

@@ -77,6 +77,7 @@ pub async fn put_symlink(ctx: &Ctx) -> ApiResult {
             copy_source: None,
             precondition,
             oss_type: Some(OssObjectType::Symlink { target }),
+            lock: Default::default(),
         }),
         ctx.gw.buckets.has_versioning(bucket),
     );

@@ -587,6 +587,7 @@ mod tests {
             replication_status: None,
             replica_of: None,
             oss_type: None,
+            lock: Default::default(),
         }
     }
 

@@ -27,6 +27,7 @@ fn obj(key: &str, version_id: &str, latest: bool, marker: bool) -> ObjectVersion
         replication_status: None,
         replica_of: None,
         oss_type: None,
+        lock: Default::default(),
     }
 }
 

@@ -12,6 +12,7 @@ pub(crate) mod outbox;
 mod replication;
 pub(crate) mod streaming;
 
+use godwit_common::bucket_config::ConfigChange;
 use godwit_common::types::*;
 use godwit_common::MetaError;
 
@@ -35,7 +36,8 @@ pub fn apply_command(
             owner,
             now_ms,
             access,
-        } => create_bucket(tx, name, region, owner, now_ms, access),
+            object_lock,
+        } => create_bucket(tx, name, region, owner, now_ms, access, object_lock),
         Command::DeleteBucket { name } => delete_bucket(tx, &name),
         Command::SetVersioning { bucket, state } => set_versioning(tx, &bucket, state),
         Command::SetBucketPolicy { bucket, policy } => {
@@ -64,6 +66,7 @@ pub fn apply_command(
             replica_of,
             lifecycle,
             expect_current,
+            bypass_governance,
         } => objects::delete_object(
             tx,
             objects::Delete {
@@ -75,8 +78,25 @@ pub fn apply_command(
                 replica_of,
                 lifecycle,
                 expect_current,
+                bypass_governance,
             },
             seq,
+        ),
+        Command::SetObjectLock {
+            bucket,
+            key,
+            version_id,
+            change,
+            bypass_governance,
+            now_ms,
+        } => objects::set_object_lock(
+            tx,
+            &bucket,
+            &key,
+            version_id,
+            change,
+            bypass_governance,
+            now_ms,
         ),
         Command::CreateUpload {
             upload,
@@ -139,6 +159,16 @@ pub fn apply_command(
         Command::ChangeBucketAccess { bucket, change } => change_bucket_access(tx, &bucket, change),
         Command::ChangeBucketConfig { bucket, change } => {
             let mut info = load_bucket(tx, &bucket)?;
+            // Object Lock needs version ids: S3 enables it on an existing
+            // bucket only while versioning is Enabled.
+            if matches!(change, ConfigChange::ObjectLock(_))
+                && info.versioning != VersioningState::Enabled
+            {
+                return Err(MetaError::InvalidBucketState(
+                    "Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration"
+                        .into(),
+                ));
+            }
             info.config.apply(change);
             tx.put(CF_BUCKETS, bucket.into_bytes(), tx.encode(&info));
             Ok(Reply::Bucket(info))
@@ -261,6 +291,7 @@ fn create_bucket(
     owner: String,
     now_ms: i64,
     access: godwit_common::access::BucketAccess,
+    object_lock: bool,
 ) -> Result<Reply, MetaError> {
     if name.is_empty() || name.as_bytes().contains(&0) {
         return Err(MetaError::InvalidArgument("invalid bucket name".into()));
@@ -276,7 +307,7 @@ fn create_bucket(
             MetaError::BucketAlreadyExists
         });
     }
-    let info = BucketInfo {
+    let mut info = BucketInfo {
         name: name.clone(),
         created_ms: now_ms,
         region,
@@ -286,6 +317,11 @@ fn create_bucket(
         access,
         config: Default::default(),
     };
+    if object_lock {
+        // S3 enables versioning with Object Lock, for good.
+        info.versioning = VersioningState::Enabled;
+        info.config.object_lock = Some(Default::default());
+    }
     tx.put(CF_BUCKETS, name.into_bytes(), tx.encode(&info));
     Ok(Reply::Bucket(info))
 }
@@ -314,6 +350,12 @@ fn set_versioning(
         // S3 has no way back to "never versioned".
         return Err(MetaError::InvalidArgument(
             "versioning can only be Enabled or Suspended".into(),
+        ));
+    }
+    if state == VersioningState::Suspended && info.config.object_lock.is_some() {
+        return Err(MetaError::InvalidBucketState(
+            "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed."
+                .into(),
         ));
     }
     // S3 refuses to suspend versioning under a replication configuration

@@ -46,7 +46,8 @@ pub(super) fn create_upload(
     now_ms: i64,
 ) -> Result<Reply, MetaError> {
     check_key(&u.key)?;
-    load_bucket(tx, &u.bucket)?;
+    let bucket = load_bucket(tx, &u.bucket)?;
+    super::objects::lock_for_new_version(&bucket, u.lock, now_ms)?;
     let k = upload_key(&u.bucket, &u.key, &upload_id);
     if tx.get(CF_UPLOADS, &k)?.is_some() {
         return Err(MetaError::Internal("upload id collision".into()));
@@ -64,6 +65,7 @@ pub(super) fn create_upload(
         owner: u.owner,
         acl: u.acl,
         replica_of: u.replica_of,
+        lock: u.lock,
     };
     tx.put(CF_UPLOADS, k, tx.encode(&info));
     Ok(Reply::Upload(Box::new(info)))
@@ -198,6 +200,7 @@ pub(super) fn complete_upload(
     }
     let etag = format!("{}-{}", hex::encode(md5.finalize()), chosen.len());
     let data = concat_data(&chosen)?;
+    let lock = super::objects::lock_for_new_version(&bucket, upload.lock, now_ms)?;
 
     let mut version = ObjectVersion {
         version_id: version_id_for(&bucket, fresh_version_id),
@@ -227,6 +230,7 @@ pub(super) fn complete_upload(
         replication_status: None,
         replica_of: c.replica_of.clone().or(upload.replica_of),
         oss_type: None,
+        lock,
     };
     if version.replica_of.is_some() {
         version.replication_status = Some(ReplicationStatus::Replica);

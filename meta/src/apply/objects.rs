@@ -9,6 +9,7 @@
 //!   the "null" version (Unversioned). With a version id it removes exactly
 //!   that version, and succeeds when there is none.
 
+use godwit_common::object_lock::{LockChange, VersionLock};
 use godwit_common::replication::{ReplicaOrigin, ReplicationStatus};
 use godwit_common::types::*;
 use godwit_common::MetaError;
@@ -43,6 +44,29 @@ pub(crate) fn version_id_for(bucket: &BucketInfo, fresh: String) -> String {
     }
 }
 
+/// The lock a new version written at `now_ms` gets: the one its write
+/// asked for, else the bucket's default retention. A write asking for a
+/// lock in a bucket without Object Lock is refused, as S3 refuses it.
+pub(crate) fn lock_for_new_version(
+    bucket: &BucketInfo,
+    asked: VersionLock,
+    now_ms: i64,
+) -> Result<VersionLock, MetaError> {
+    let Some(config) = &bucket.config.object_lock else {
+        if !asked.is_empty() {
+            return Err(MetaError::InvalidRequest(
+                "Bucket is missing Object Lock Configuration".into(),
+            ));
+        }
+        return Ok(asked);
+    };
+    let mut lock = asked;
+    if lock.retention.is_none() {
+        lock.retention = config.default_retention.map(|d| d.retention_from(now_ms));
+    }
+    Ok(lock)
+}
+
 pub(super) fn put_object(
     tx: &mut Overlay,
     obj: NewObject,
@@ -55,6 +79,7 @@ pub(super) fn put_object(
     if let Some(p) = &obj.precondition {
         check_precondition(tx, &obj.bucket, &obj.key, p)?;
     }
+    let lock = lock_for_new_version(&bucket, obj.lock, now_ms)?;
     let mut version = ObjectVersion {
         version_id: version_id_for(&bucket, fresh_version_id),
         bucket: obj.bucket,
@@ -75,6 +100,7 @@ pub(super) fn put_object(
         replication_status: None,
         replica_of: obj.replica_of,
         oss_type: obj.oss_type,
+        lock,
     };
     // A replica is never replicated again: two-way rules do not loop.
     if version.replica_of.is_some() {
@@ -205,6 +231,10 @@ pub(super) struct Delete<'a> {
     pub lifecycle: bool,
     /// Delete only while the newest version is this one (id, mtime).
     pub expect_current: Option<(String, i64)>,
+    /// `x-amz-bypass-governance-retention: true` from a caller holding
+    /// `s3:BypassGovernanceRetention`: GOVERNANCE retention does not stop
+    /// the removal.
+    pub bypass_governance: bool,
 }
 
 pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Reply, MetaError> {
@@ -217,6 +247,7 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
         replica_of,
         lifecycle,
         expect_current,
+        bypass_governance,
     } = d;
     // Lifecycle deletes stay local, as a worker's do.
     let replicate = replica_of.is_none() && !lifecycle;
@@ -235,6 +266,11 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
     let outcome = match (version_id, info.versioning) {
         // Permanent removal of one version; absent versions delete fine.
         (Some(vid), _) => {
+            // Object Lock: a retained or held version stays, judged by
+            // the proposer's clock carried by this command.
+            if let Some(v) = load_version(tx, bucket, key, &vid)? {
+                v.lock.check_delete(now_ms, bypass_governance)?;
+            }
             let removed = remove_version(tx, bucket, key, &vid)?;
             if let Some(v) = &removed {
                 // Removing a replica (or removing as a worker) stays local.
@@ -264,6 +300,9 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
                 _ => false,
             };
             if !newer_kept {
+                if let Some(v) = load_version(tx, bucket, key, NULL_VERSION_ID)? {
+                    v.lock.check_delete(now_ms, bypass_governance)?;
+                }
                 let removed = remove_version(tx, bucket, key, NULL_VERSION_ID)?;
                 if let Some(v) = &removed {
                     // Removing a replica (or removing as a worker) stays local.
@@ -305,6 +344,7 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
                 replication_status: None,
                 replica_of,
                 oss_type: None,
+                lock: Default::default(),
             };
             if marker.replica_of.is_some() {
                 marker.replication_status = Some(ReplicationStatus::Replica);
@@ -327,6 +367,32 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
         }
     };
     Ok(Reply::Deleted(outcome))
+}
+
+/// PutObjectRetention / PutObjectLegalHold: changes the lock of one
+/// version (the latest when `version_id` is None) at the proposer's
+/// `now_ms`, under `VersionLock::change`'s rules; answers the version as
+/// changed.
+pub(super) fn set_object_lock(
+    tx: &mut Overlay,
+    bucket: &str,
+    key: &str,
+    version_id: Option<String>,
+    change: LockChange,
+    bypass_governance: bool,
+    now_ms: i64,
+) -> Result<Reply, MetaError> {
+    let info = load_bucket(tx, bucket)?;
+    if info.config.object_lock.is_none() {
+        return Err(MetaError::InvalidRequest(
+            "Bucket is missing Object Lock Configuration".into(),
+        ));
+    }
+    let (raw_key, mut v) =
+        super::replication::locate_version(tx, bucket, key, version_id, "Object Lock settings")?;
+    v.lock.change(change, now_ms, bypass_governance)?;
+    tx.put(CF_OBJECTS, raw_key, tx.encode(&v));
+    Ok(Reply::Version(Box::new(v)))
 }
 
 /// Makes `v` the newest version of its key. A "null" version first

@@ -260,7 +260,7 @@ pub(super) fn put_object_acl(
 /// The row key and record of a version (the latest when `version_id` is
 /// None) that is not a delete marker; `what` names the attribute being
 /// set, for the error.
-fn locate_version(
+pub(super) fn locate_version(
     tx: &mut Overlay,
     bucket: &str,
     key: &str,

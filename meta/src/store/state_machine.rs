@@ -319,6 +319,7 @@ mod tests {
                 copy_source: None,
                 precondition: None,
                 oss_type: None,
+                lock: Default::default(),
             }),
             version_id: version_id.into(),
             now_ms: 1,
@@ -353,6 +354,7 @@ mod tests {
                         owner: "o".into(),
                         now_ms: 1,
                         access: Default::default(),
+                        object_lock: false,
                     },
                     None,
                 ),
@@ -421,6 +423,97 @@ mod tests {
     }
 
     #[test]
+    fn a_locked_version_stays_until_its_lock_ends_judged_by_the_commands_clock() {
+        use godwit_common::bucket_config::ConfigChange;
+        use godwit_common::object_lock::*;
+        const DAY: i64 = 86_400_000;
+        let mut sm = Sm::new();
+        let config = ObjectLockConfiguration {
+            default_retention: Some(DefaultRetention {
+                mode: LockMode::Governance,
+                days: Some(1),
+                years: None,
+            }),
+        };
+        let enable = Command::ChangeBucketConfig {
+            bucket: "b".into(),
+            change: ConfigChange::ObjectLock(config),
+        };
+        sm.apply(vec![(enable, None)], 1).remove(0).unwrap();
+        let del = |key: &str, vid: Option<&str>, now_ms: i64, bypass: bool| Command::DeleteObject {
+            bucket: "b".into(),
+            key: key.into(),
+            version_id: vid.map(str::to_string),
+            new_version_id: "m".into(),
+            now_ms,
+            replica_of: None,
+            lifecycle: false,
+            expect_current: None,
+            bypass_governance: bypass,
+        };
+        // The default retention (GOVERNANCE, a day from the write at 1).
+        sm.put("g", "vg", "p1", 1);
+        // The proposal's clock is past the retention; the command's is not.
+        let r = sm.apply(vec![(del("g", Some("vg"), DAY / 2, false), None)], 3 * DAY);
+        assert_eq!(r[0].as_ref().unwrap_err(), &MetaError::ObjectLocked);
+        assert_eq!(sm.versions("g"), 1);
+        // A delete marker is still allowed (no version goes).
+        let marker = del("g", None, DAY / 2, false);
+        sm.apply(vec![(marker, None)], DAY / 2).remove(0).unwrap();
+        assert_eq!(sm.versions("g"), 2);
+        sm.apply(vec![(del("g", Some("vg"), DAY / 2, true), None)], DAY / 2)
+            .remove(0)
+            .unwrap();
+        assert_eq!(sm.versions("g"), 1);
+
+        // COMPLIANCE yields to nothing but time.
+        sm.put("c", "vc", "p2", 1);
+        let compliance = Command::SetObjectLock {
+            bucket: "b".into(),
+            key: "c".into(),
+            version_id: Some("vc".into()),
+            change: LockChange::Retention(Some(Retention {
+                mode: LockMode::Compliance,
+                retain_until_ms: 2 * DAY,
+            })),
+            bypass_governance: false,
+            now_ms: 10,
+        };
+        sm.apply(vec![(compliance, None)], 10).remove(0).unwrap();
+        let r = sm.apply(vec![(del("c", Some("vc"), DAY, true), None)], DAY);
+        assert_eq!(r[0].as_ref().unwrap_err(), &MetaError::ObjectLocked);
+        assert_eq!(sm.versions("c"), 1);
+        // A legal hold keeps it past its retention, until lifted.
+        let hold = |on: bool| Command::SetObjectLock {
+            bucket: "b".into(),
+            key: "c".into(),
+            version_id: None,
+            change: LockChange::LegalHold(on),
+            bypass_governance: false,
+            now_ms: 10,
+        };
+        sm.apply(vec![(hold(true), None)], 10).remove(0).unwrap();
+        let r = sm.apply(vec![(del("c", Some("vc"), 3 * DAY, true), None)], 3 * DAY);
+        assert_eq!(r[0].as_ref().unwrap_err(), &MetaError::ObjectLocked);
+        sm.apply(vec![(hold(false), None)], 10).remove(0).unwrap();
+        sm.apply(vec![(del("c", Some("vc"), 3 * DAY, false), None)], 3 * DAY)
+            .remove(0)
+            .unwrap();
+        assert_eq!(sm.versions("c"), 0);
+
+        // Versioning cannot be suspended under Object Lock.
+        let suspend = Command::SetVersioning {
+            bucket: "b".into(),
+            state: VersioningState::Suspended,
+        };
+        let r = sm.apply(vec![(suspend, None)], 10);
+        assert!(matches!(
+            r[0].as_ref().unwrap_err(),
+            MetaError::InvalidBucketState(_)
+        ));
+    }
+
+    #[test]
     fn a_request_id_is_applied_once_and_repeats_answer_the_first_reply() {
         let mut sm = Sm::new();
         // The recorded reply is the first one without its inline bytes.
@@ -452,6 +545,7 @@ mod tests {
             owner: "o".into(),
             now_ms: 1,
             access: Default::default(),
+            object_lock: false,
         };
         sm.apply(vec![(create, Some("c9"))], 5_000)
             .remove(0)
@@ -573,6 +667,7 @@ mod tests {
             replica_of: None,
             lifecycle: false,
             expect_current: None,
+            bypass_governance: false,
         };
         sm.apply(vec![(delete, None)], 5_000).remove(0).unwrap();
         let r = sm.apply(

@@ -91,6 +91,7 @@ pub fn new_object(bucket: &str, key: &str, data: ObjectData) -> NewObject {
         copy_source: None,
         precondition: None,
         oss_type: None,
+        lock: Default::default(),
     }
 }
 
@@ -110,6 +111,7 @@ pub fn new_upload(bucket: &str, key: &str) -> NewUpload {
         owner: "AKTEST".into(),
         acl: None,
         replica_of: None,
+        lock: Default::default(),
     }
 }
 

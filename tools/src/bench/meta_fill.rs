@@ -39,6 +39,7 @@ fn object(bucket: &str, i: u64, size: u64) -> NewObject {
         copy_source: None,
         precondition: None,
         oss_type: None,
+        lock: Default::default(),
     }
 }
 
