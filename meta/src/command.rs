@@ -128,6 +128,16 @@ pub enum Command {
         #[serde(default)]
         claim: bool,
     },
+    /// OSS AppendObject (`apply/append.rs`). `version_id` names the
+    /// version an append that creates the object makes in an Enabled
+    /// bucket; appends to an appendable object keep its version. Its
+    /// blocks are claimed as `PutObject`'s. A build from before
+    /// appendable objects cannot read this entry.
+    AppendObject {
+        append: Box<NewAppend>,
+        version_id: String,
+        now_ms: i64,
+    },
     /// `new_version_id` names the delete marker if one is created in an
     /// Enabled bucket.
     DeleteObject {
@@ -350,6 +360,7 @@ impl Command {
             self,
             Command::CreateBucket { .. }
                 | Command::PutObject { .. }
+                | Command::AppendObject { .. }
                 | Command::CreateUpload { .. }
                 | Command::PutPart { .. }
                 | Command::CompleteUpload { .. }
@@ -379,6 +390,7 @@ impl Command {
             Command::SetVersioning { .. } => "set_versioning",
             Command::SetBucketPolicy { .. } => "set_bucket_policy",
             Command::PutObject { .. } => "put_object",
+            Command::AppendObject { .. } => "append_object",
             Command::DeleteObject { .. } => "delete_object",
             Command::CreateUpload { .. } => "create_upload",
             Command::PutPart { .. } => "put_part",
@@ -419,6 +431,7 @@ impl Command {
         match self {
             Command::CreateBucket { now_ms, .. }
             | Command::PutObject { now_ms, .. }
+            | Command::AppendObject { now_ms, .. }
             | Command::DeleteObject { now_ms, .. }
             | Command::CreateUpload { now_ms, .. }
             | Command::PutPart { now_ms, .. }
