@@ -106,12 +106,12 @@ pub async fn append_object(ctx: &Ctx, body: axum::body::Body) -> ApiResult {
     let expected = expected_from_headers(ctx.headers())?;
     let access = super::access::object_access(ctx, &*ctx.gw.buckets.get(bucket).await?).await?;
     let decoded = crate::body::decode(&ctx.parts, &ctx.auth, body)?;
+    let current = current(ctx, position).await?;
     // OSS caps an appendable object at 5 GB, as a PutObject.
     let room = MAX_PUT_SIZE.saturating_sub(position);
     if decoded.decoded_len.is_some_and(|n| n > room) {
         return Err(S3Error::EntityTooLarge.into());
     }
-    let current = current(ctx, position).await?;
 
     // Inline while the whole object fits the threshold and is inline
     // itself; blocks once it does not.
