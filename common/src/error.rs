@@ -27,6 +27,15 @@ pub enum MetaError {
     /// current version (`WritePrecondition`): S3's 412 PreconditionFailed.
     #[error("precondition failed")]
     PreconditionFailed,
+    /// OSS AppendObject at a position other than the object's length
+    /// (0 when there is no object): 409, with the length as
+    /// `x-oss-next-append-position`.
+    #[error("position not equal to length ({length})")]
+    PositionNotEqualToLength { length: u64 },
+    /// OSS AppendObject to an object that is not appendable (a Normal,
+    /// Multipart or Symlink object).
+    #[error("object not appendable")]
+    ObjectNotAppendable,
     /// A versionId that does not exist for this key.
     #[error("no such version")]
     NoSuchVersion,

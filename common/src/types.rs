@@ -247,8 +247,8 @@ pub struct ObjectVersion {
     /// Set on replicas: the region and original last-modified time.
     #[serde(default)]
     pub replica_of: Option<crate::replication::ReplicaOrigin>,
-    /// An OSS symlink (None: a Normal or Multipart object). Absent from
-    /// records of builds before OSS symlinks.
+    /// An OSS symlink or appendable object (None: a Normal or Multipart
+    /// object). Absent from records of builds before OSS symlinks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oss_type: Option<OssObjectType>,
     /// Object Lock retention and legal hold. Absent from records of
@@ -267,6 +267,22 @@ pub enum OssObjectType {
     /// PutSymlink: an empty object that GET and HEAD follow to `target`,
     /// a key in the same bucket, read as the caller may read it.
     Symlink { target: String },
+    /// AppendObject: an object that grows by appends at its current
+    /// length (`NewAppend`). A build from before appendable objects
+    /// cannot read a record of one.
+    Appendable,
+}
+
+impl ObjectVersion {
+    /// An OSS symlink (`OssObjectType::Symlink`).
+    pub fn is_symlink(&self) -> bool {
+        matches!(self.oss_type, Some(OssObjectType::Symlink { .. }))
+    }
+
+    /// An OSS appendable object (`OssObjectType::Appendable`).
+    pub fn is_appendable(&self) -> bool {
+        matches!(self.oss_type, Some(OssObjectType::Appendable))
+    }
 }
 
 /// What a writer hands to meta: everything except the fields meta assigns
@@ -314,6 +330,69 @@ pub struct NewObject {
         skip_serializing_if = "crate::object_lock::VersionLock::is_empty"
     )]
     pub lock: crate::object_lock::VersionLock,
+}
+
+/// An OSS AppendObject as the gateway hands it to meta: the appended
+/// bytes (already durable) and where they go. Meta applies it in one
+/// command against the key's current version at that point of the log:
+/// with no object (or a delete marker on top) `position` must be 0 and an
+/// appendable version is created with the fields below; on an appendable
+/// object `position` must equal its size (else `PositionNotEqualToLength`
+/// with the size), and the bytes are added without rewriting earlier
+/// data (an inline object's bytes are concatenated in its record, a
+/// block object's block list grows); any other object is
+/// `ObjectNotAppendable`. Of two appends at the same position exactly
+/// one commits.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct NewAppend {
+    pub bucket: String,
+    pub key: String,
+    /// The object's length the client appends at (`?position=`).
+    pub position: u64,
+    /// The appended bytes: inline, or blocks each holding a live intent
+    /// (`BlockAlloc::intent_ttl_ms`). With `rewrites`, the blocks hold the
+    /// object's first `position` bytes too.
+    pub data: ObjectData,
+    /// Bytes appended.
+    pub size: u64,
+    /// Unquoted hex MD5 of the appended bytes.
+    pub md5: String,
+    /// CRC-64/XZ of the appended bytes; combined with the object's.
+    #[serde(default)]
+    pub crc64: Option<u64>,
+    /// Set when `data` starts with the bytes of an inline object that the
+    /// append grows past the inline threshold, rewritten into blocks: the
+    /// version they were read from (version id, last-modified ms), which
+    /// must still be the key's current one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrites: Option<(String, i64)>,
+    /// Used only when the append creates the object: its content headers,
+    /// user metadata, tags, owner and ACL (as `NewObject`'s).
+    #[serde(default)]
+    pub headers: ContentHeaders,
+    #[serde(default)]
+    pub user_meta: BTreeMap<String, String>,
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    #[serde(default)]
+    pub owner: String,
+    #[serde(default)]
+    pub acl: Option<crate::access::Acl>,
+}
+
+impl NewAppend {
+    /// The ETag of an appendable object after this append: the appended
+    /// bytes' MD5 for the append that creates it (the ETag a PutObject of
+    /// the same bytes gets), then the MD5 of the previous ETag and the
+    /// appended bytes' MD5 (hex, `:`-separated), so every append changes
+    /// it and equal histories give equal ETags.
+    pub fn next_etag(&self, previous: Option<&str>) -> String {
+        use md5::{Digest, Md5};
+        match previous {
+            None => self.md5.clone(),
+            Some(prev) => hex::encode(Md5::digest(format!("{prev}:{}", self.md5))),
+        }
+    }
 }
 
 /// The precondition of a conditional write (PutObject, CopyObject,

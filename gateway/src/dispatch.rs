@@ -7,8 +7,8 @@ use axum::body::Body;
 use axum::response::Response;
 
 use crate::api::{
-    access, attributes, bucket, bucket_tagging, copy, cors, delete_objects, lifecycle, multipart,
-    object, object_lock, post_object, symlink, tagging, ApiResult, Ctx,
+    access, append, attributes, bucket, bucket_tagging, copy, cors, delete_objects, lifecycle,
+    multipart, object, object_lock, post_object, symlink, tagging, ApiResult, Ctx,
 };
 use crate::dialect::Dialect;
 use crate::error::S3Error;
@@ -150,6 +150,7 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         GetObjectAttributes => attributes::get_object_attributes(&ctx).await,
         RestoreObject => object::restore_object(&ctx).await,
         PutSymlink => symlink::put_symlink(&ctx).await,
+        AppendObject => append::append_object(&ctx, body).await,
         GetSymlink => symlink::get_symlink(&ctx).await,
         GetBucketLifecycleConfiguration => Ok(render(
             &ctx,
@@ -239,7 +240,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | PutBucketWebsite
         | DeleteBucketWebsite
         | GetObjectTorrent
-        | AppendObject
         | SelectObjectContent
         | WriteGetObjectResponse => Err(S3Error::NotImplemented.into()),
     }

@@ -197,6 +197,13 @@ pub enum S3Error {
     /// OSS: GetSymlink of an object that is not a symlink.
     #[error("The specified object is not a symlink.")]
     NotSymlink,
+    /// OSS: AppendObject at a position other than the object's length
+    /// (sent with `x-oss-next-append-position`).
+    #[error("Position is not equal to file length")]
+    PositionNotEqualToLength,
+    /// OSS: AppendObject to an object that is not appendable.
+    #[error("The object is not appendable")]
+    ObjectNotAppendable,
 
     // ---- OSS replication (PROTOCOLS.md §B) ----
     /// OSS: the bucket has no replication rule.
@@ -300,6 +307,8 @@ impl S3Error {
             SymlinkTargetNotExist => "SymlinkTargetNotExist",
             InvalidTargetType => "InvalidTargetType",
             NotSymlink => "NotSymlink",
+            PositionNotEqualToLength => "PositionNotEqualToLength",
+            ObjectNotAppendable => "ObjectNotAppendable",
             NoSuchReplicationConfiguration => "NoSuchReplicationConfiguration",
             NoSuchReplicationRule => "NoSuchReplicationRule",
             TooManyReplicationRules => "TooManyReplicationRules",
@@ -383,7 +392,9 @@ impl S3Error {
             | BucketAlreadyExists
             | BucketNotEmpty
             | FileAlreadyExists
-            | InvalidBucketState(_) => StatusCode::CONFLICT,
+            | InvalidBucketState(_)
+            | PositionNotEqualToLength
+            | ObjectNotAppendable => StatusCode::CONFLICT,
             InternalError(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             StorageFull(_) => StatusCode::INSUFFICIENT_STORAGE,
@@ -403,6 +414,8 @@ impl From<MetaError> for S3Error {
             MetaError::NoSuchKey => S3Error::NoSuchKey,
             MetaError::PreconditionFailed => S3Error::PreconditionFailed,
             MetaError::NoSuchVersion => S3Error::NoSuchVersion,
+            MetaError::PositionNotEqualToLength { .. } => S3Error::PositionNotEqualToLength,
+            MetaError::ObjectNotAppendable => S3Error::ObjectNotAppendable,
             MetaError::NoSuchUpload => S3Error::NoSuchUpload,
             MetaError::InvalidPart(m) => S3Error::InvalidPart(m),
             MetaError::InvalidPartOrder => S3Error::InvalidPartOrder,

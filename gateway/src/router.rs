@@ -338,6 +338,8 @@ endpoints! {
     /// OSS `GET /bucket/key?symlink`.
     GetSymlink,
     RestoreObject,
+    /// OSS `POST /bucket/key?append&position=N`.
+    AppendObject,
 
     // ---- objects: not implemented ----
     PutObjectAcl,
@@ -346,8 +348,6 @@ endpoints! {
     GetObjectRetention,
     PutObjectRetention,
     GetObjectTorrent,
-    /// OSS `POST /bucket/key?append&position=N`.
-    AppendObject,
     SelectObjectContent,
     WriteGetObjectResponse,
 
@@ -414,6 +414,7 @@ impl Endpoint {
                 | PutSymlink
                 | GetSymlink
                 | RestoreObject
+                | AppendObject
                 | GetBucketCors
                 | PutBucketCors
                 | DeleteBucketCors

@@ -218,6 +218,18 @@ impl MetaNode {
         }
     }
 
+    pub(crate) async fn append_object_impl(&self, append: NewAppend) -> MetaResult<ObjectVersion> {
+        let cmd = Command::AppendObject {
+            append: Box::new(append),
+            version_id: random_id(),
+            now_ms: self.now_ms(),
+        };
+        match self.write(cmd).await? {
+            Reply::Version(v) => Ok(*v),
+            r => Err(unexpected(r)),
+        }
+    }
+
     pub(crate) async fn get_object_impl(
         &self,
         bucket: &str,
@@ -630,6 +642,9 @@ impl ObjectMeta for MetaNode {
                 }
             }
             Q::PutObject { obj } => A::Version(Box::new(self.put_object_impl(*obj).await?)),
+            Q::AppendObject { append } => {
+                A::Version(Box::new(self.append_object_impl(*append).await?))
+            }
             Q::GetObject {
                 bucket,
                 key,

@@ -132,6 +132,16 @@ pub enum Command {
         #[serde(default)]
         claim: bool,
     },
+    /// OSS AppendObject (`apply/append.rs`). `version_id` names the
+    /// version an append that creates the object makes in an Enabled
+    /// bucket; appends to an appendable object keep its version. Its
+    /// blocks are claimed as `PutObject`'s. A build from before
+    /// appendable objects cannot read this entry.
+    AppendObject {
+        append: Box<NewAppend>,
+        version_id: String,
+        now_ms: i64,
+    },
     /// `new_version_id` names the delete marker if one is created in an
     /// Enabled bucket.
     DeleteObject {
@@ -371,6 +381,7 @@ impl Command {
             self,
             Command::CreateBucket { .. }
                 | Command::PutObject { .. }
+                | Command::AppendObject { .. }
                 | Command::CreateUpload { .. }
                 | Command::PutPart { .. }
                 | Command::CompleteUpload { .. }
@@ -400,6 +411,7 @@ impl Command {
             Command::SetVersioning { .. } => "set_versioning",
             Command::SetBucketPolicy { .. } => "set_bucket_policy",
             Command::PutObject { .. } => "put_object",
+            Command::AppendObject { .. } => "append_object",
             Command::DeleteObject { .. } => "delete_object",
             Command::SetObjectLock { .. } => "set_object_lock",
             Command::CreateUpload { .. } => "create_upload",
@@ -441,6 +453,7 @@ impl Command {
         match self {
             Command::CreateBucket { now_ms, .. }
             | Command::PutObject { now_ms, .. }
+            | Command::AppendObject { now_ms, .. }
             | Command::DeleteObject { now_ms, .. }
             | Command::SetObjectLock { now_ms, .. }
             | Command::CreateUpload { now_ms, .. }

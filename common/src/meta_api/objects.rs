@@ -38,6 +38,8 @@ request_enum! {
         ChangeBucketAccess { bucket: String, change: crate::access::AccessChange },
         ChangeBucketConfig { bucket: String, change: crate::bucket_config::ConfigChange },
         PutObject { obj: Box<NewObject> },
+        /// A build from before appendable objects cannot serve this.
+        AppendObject { append: Box<NewAppend> },
         GetObject { bucket: String, key: String, version_id: Option<String> },
         DeleteObject {
             bucket: String,
@@ -268,6 +270,19 @@ pub trait ObjectMeta: Send + Sync + 'static {
     async fn put_object(&self, obj: NewObject) -> MetaResult<ObjectVersion> {
         ask!(self, ObjectRequest::PutObject { obj: Box::new(obj) } => ObjectResponse::Version)
             .map(|v| *v)
+    }
+
+    /// OSS AppendObject: adds the appended bytes (durable already) to the
+    /// key's appendable object at `append.position`, or creates one at
+    /// position 0, in one command that checks the position against the
+    /// object as it then is (see `NewAppend`). Answers the version as
+    /// appended; `PositionNotEqualToLength` (with the current length) or
+    /// `ObjectNotAppendable` when it is refused.
+    async fn append_object(&self, append: NewAppend) -> MetaResult<ObjectVersion> {
+        let req = ObjectRequest::AppendObject {
+            append: Box::new(append),
+        };
+        ask!(self, req => ObjectResponse::Version).map(|v| *v)
     }
 
     /// The latest version (which may be a delete marker: the caller decides

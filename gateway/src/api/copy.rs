@@ -187,8 +187,9 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             // is nothing an earlier look would save.
             precondition,
             // A copy of a symlink is a symlink to the same target (the
-            // link is copied, not what it points at).
-            oss_type: v.oss_type.clone(),
+            // link is copied, not what it points at); a copy of an
+            // appendable object is a Normal object (docs/compatibility.md).
+            oss_type: v.oss_type.clone().filter(|_| v.is_symlink()),
             lock,
         })
         .await

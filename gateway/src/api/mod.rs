@@ -14,6 +14,7 @@
 //! neither `s3` nor `oss`.
 
 pub mod access;
+pub mod append;
 pub mod attributes;
 pub mod bucket;
 pub mod bucket_cache;
@@ -224,11 +225,13 @@ pub enum ObjectFacts {
     Written { crc64: Option<u64> },
     /// GetObject, HeadObject: whether the object was uploaded in parts,
     /// whether it was read through an OSS symlink, and its whole CRC-64
-    /// (None for a ranged read, which it does not describe).
+    /// (None for a ranged read, which it does not describe); for an OSS
+    /// appendable object, its length (`x-oss-next-append-position`).
     Read {
         multipart: bool,
         symlink: bool,
         crc64: Option<u64>,
+        appendable: Option<u64>,
     },
 }
 

@@ -290,10 +290,10 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
         return Err(delete_marker_error(&obj.version, version_id.is_some()));
     }
     // An OSS symlink reads as its target (`symlink`).
-    let symlink = obj.version.oss_type.is_some();
+    let symlink = obj.version.is_symlink();
     let obj = match &obj.version.oss_type {
         Some(OssObjectType::Symlink { target }) => super::symlink::follow(ctx, target).await?,
-        None => obj,
+        Some(OssObjectType::Appendable) | None => obj,
     };
     let v = &obj.version;
     let show_version_id = has_versioning || v.version_id != NULL_VERSION_ID;
@@ -366,6 +366,7 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
         multipart: !v.parts.is_empty(),
         symlink,
         crc64: v.checksums.crc64ecma.filter(|_| !partial),
+        appendable: v.is_appendable().then_some(v.size),
     });
     Ok(resp)
 }

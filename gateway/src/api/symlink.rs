@@ -144,7 +144,7 @@ pub async fn follow(ctx: &Ctx, target: &str) -> Result<ObjectRead, ApiError> {
     if obj.version.is_delete_marker {
         return Err(S3Error::SymlinkTargetNotExist.into());
     }
-    if obj.version.oss_type.is_some() {
+    if obj.version.is_symlink() {
         return Err(S3Error::InvalidTargetType.into());
     }
     Ok(obj)

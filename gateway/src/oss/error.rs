@@ -81,6 +81,9 @@ pub fn ec(err: &S3Error) -> &'static str {
         S3Error::SymlinkTargetNotExist => "0026-00000012",
         // GetSymlink of an object that is not a symlink.
         S3Error::NotSymlink => "0043-00000101",
+        // AppendObject at the wrong position; to an object of another type.
+        S3Error::PositionNotEqualToLength => "0026-00000016",
+        S3Error::ObjectNotAppendable => "0026-00000017",
         _ => FALLBACK_EC,
     }
 }

@@ -29,10 +29,15 @@ use crate::xml::{quote_etag, render};
 const STAT_PAGE: usize = 1000;
 
 /// `Normal` for a simple upload, `Multipart` for a completed multipart
-/// upload (`x-oss-object-type`, listing `Type`).
+/// upload, `Symlink`, `Appendable` (`x-oss-object-type`, listing `Type`).
 pub fn object_type(v: &ObjectVersion) -> &'static str {
-    type_name(!v.parts.is_empty(), v.oss_type.is_some())
+    if v.is_appendable() {
+        return APPENDABLE;
+    }
+    type_name(!v.parts.is_empty(), v.is_symlink())
 }
+
+const APPENDABLE: &str = "Appendable";
 
 fn type_name(multipart: bool, symlink: bool) -> &'static str {
     match (symlink, multipart) {
@@ -41,6 +46,9 @@ fn type_name(multipart: bool, symlink: bool) -> &'static str {
         (false, false) => "Normal",
     }
 }
+
+/// An appendable object's length: where the next append goes.
+const NEXT_APPEND_POSITION: &str = "x-oss-next-append-position";
 
 /// `x-oss-hash-crc64ecma` as OSS sends it: an unsigned decimal.
 pub fn set_crc64(out: &mut HeaderMap, crc: Option<u64>) {
@@ -59,8 +67,16 @@ pub fn object_headers(out: &mut HeaderMap, facts: ObjectFacts) {
             multipart,
             symlink,
             crc64,
+            appendable,
         } => {
-            set_header(out, "x-oss-object-type", type_name(multipart, symlink));
+            let kind = match appendable {
+                Some(length) if !symlink => {
+                    set_header(out, NEXT_APPEND_POSITION, &length.to_string());
+                    APPENDABLE
+                }
+                _ => type_name(multipart, symlink),
+            };
+            set_header(out, "x-oss-object-type", kind);
             set_header(out, "x-oss-storage-class", STANDARD);
             set_crc64(out, crc64);
         }
@@ -598,6 +614,7 @@ mod tests {
             multipart: false,
             symlink: false,
             crc64: Some(11_051_210_869_376_104_954),
+            appendable: None,
         };
         object_headers(&mut out, whole);
         assert_eq!(out["x-oss-object-type"], "Normal");
@@ -608,6 +625,7 @@ mod tests {
             multipart: true,
             symlink: false,
             crc64: None,
+            appendable: None,
         };
         object_headers(&mut out, ranged);
         assert_eq!(out["x-oss-object-type"], "Multipart");
@@ -617,9 +635,21 @@ mod tests {
             multipart: true,
             symlink: true,
             crc64: None,
+            appendable: Some(3),
         };
         object_headers(&mut out, linked);
         assert_eq!(out["x-oss-object-type"], "Symlink");
+        assert!(out.get(NEXT_APPEND_POSITION).is_none());
+        let mut out = HeaderMap::new();
+        let appendable = ObjectFacts::Read {
+            multipart: false,
+            symlink: false,
+            crc64: Some(7),
+            appendable: Some(42),
+        };
+        object_headers(&mut out, appendable);
+        assert_eq!(out["x-oss-object-type"], "Appendable");
+        assert_eq!(out[NEXT_APPEND_POSITION], "42");
         let mut out = HeaderMap::new();
         object_headers(&mut out, ObjectFacts::Written { crc64: Some(7) });
         assert_eq!(out["x-oss-hash-crc64ecma"], "7");

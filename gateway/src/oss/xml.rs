@@ -212,7 +212,7 @@ pub struct ObjectEntry {
     pub last_modified: String,
     #[serde(rename = "ETag")]
     pub etag: String,
-    /// `Normal` or `Multipart` (Godwit has no appendable objects yet).
+    /// `Normal`, `Multipart`, `Symlink` or `Appendable`.
     #[serde(rename = "Type")]
     pub kind: &'static str,
     #[serde(rename = "Size")]

@@ -4,6 +4,7 @@
 //! (no such bucket, invalid part, ...) returns its `MetaError` and leaves
 //! the state untouched; the entry is still applied.
 
+mod append;
 pub(crate) mod blocks;
 pub(crate) mod dedup;
 mod multipart;
@@ -56,6 +57,14 @@ pub fn apply_command(
                 blocks::claim_blocks(tx, &obj.data, obj.copy_source.as_ref(), now_ms)?;
             }
             objects::put_object(tx, *obj, version_id, now_ms, seq)
+        }
+        Command::AppendObject {
+            append,
+            version_id,
+            now_ms,
+        } => {
+            blocks::claim_blocks(tx, &append.data, None, now_ms)?;
+            append::append_object(tx, *append, version_id, now_ms, seq)
         }
         Command::DeleteObject {
             bucket,

@@ -908,6 +908,7 @@ mod tests {
             replica_of: None,
             lifecycle: false,
             expect_current: None,
+            bypass_governance: false,
         };
         let check = |sm: &Sm, step: &str| {
             let kept = age_rows(&sm.db);
