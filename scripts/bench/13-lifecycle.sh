@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Figure 13: the lifecycle worker expiring N objects (1,000,000 by
 # default), its rate, and what it costs the 4 KiB GET latency of client
-# traffic. One server; bucket `lc` holds N empty objects (godwit bench
-# PUT, size 0), bucket `hot` 1,000 4 KiB objects. Then:
+# traffic. One server; bucket `lc-bench` holds N empty objects (godwit bench
+# PUT, size 0), bucket `hot-bench` 1,000 4 KiB objects. Then:
 #
-#   1. GET on `hot` for $DUR without lifecycle work (the baseline);
-#   2. `lc` gets an Expiration/Days=1 rule and meta's clock is moved two
+#   1. GET on `hot-bench` for $DUR without lifecycle work (the baseline);
+#   2. `lc-bench` gets an Expiration/Days=1 rule and meta's clock is moved two
 #      days ahead (the tests-only --test-clock-offset-file): everything in
-#      `lc` is due at once;
-#   3. GET on `hot` for $DUR while the worker expires (paced at
+#      `lc-bench` is due at once;
+#   3. GET on `hot-bench` for $DUR while the worker expires (paced at
 #      $PACE deletes/s), the counter sampled around it;
-#   4. the worker runs on until `lc` is empty: the whole run's rate.
-#   5. GET on `hot` again once it is done (drift check).
+#   4. the worker runs on until `lc-bench` is empty: the whole run's rate.
+#   5. GET on `hot-bench` again once it is done (drift check).
 #
 #   N=1000000 PACE=5000 scripts/bench/13-lifecycle.sh
 DUR=${DUR:-20s}
@@ -40,24 +40,24 @@ s3 = boto3.client('s3', endpoint_url=os.environ['E'], aws_access_key_id=os.envir
                   config=Config(s3={'addressing_style': 'path'}))
 $1"
 }
-s3py "s3.create_bucket(Bucket='lc'); s3.create_bucket(Bucket='hot')"
+s3py "s3.create_bucket(Bucket='lc-bench'); s3.create_bucket(Bucket='hot-bench')"
 
 log "=== filling lc with $N empty objects"
 t0=$(date +%s)
-"$GODWIT" bench --endpoint "$E" --bucket lc --no-progress --op put --size 0 \
+"$GODWIT" bench --endpoint "$E" --bucket lc-bench --no-progress --op put --size 0 \
   --concurrency "$CONC" --count "$N" --objects "$N" --prefix o/ >"$OUT/fill.txt"
 log "filled in $(($(date +%s) - t0)) s"
-"$GODWIT" bench --endpoint "$E" --bucket hot --no-progress --op put --size 4KiB \
+"$GODWIT" bench --endpoint "$E" --bucket hot-bench --no-progress --op put --size 4KiB \
   --concurrency "$CONC" --count 1000 --objects 1000 --prefix small/ >/dev/null
 
 get_run() {
-  gbench "$1" --bucket hot --op get --size 4KiB --concurrency "$CONC" --duration "$DUR" \
+  gbench "$1" --bucket hot-bench --op get --size 4KiB --concurrency "$CONC" --duration "$DUR" \
     --objects 1000 --no-prepare --prefix small/
 }
 
 get_run lc-get-before
 
-s3py "s3.put_bucket_lifecycle_configuration(Bucket='lc', LifecycleConfiguration={'Rules': [
+s3py "s3.put_bucket_lifecycle_configuration(Bucket='lc-bench', LifecycleConfiguration={'Rules': [
   {'ID': 'all', 'Status': 'Enabled', 'Filter': {'Prefix': ''}, 'Expiration': {'Days': 1}}]})"
 echo $((2 * 86400 * 1000)) >"$OFFSET_FILE"
 start=$(date +%s.%N)
@@ -71,7 +71,7 @@ t_b=$(date +%s.%N)
 until [ "$(metric godwit_lifecycle_objects_expired_total)" -ge "$N" ]; do sleep 1; done
 end=$(date +%s.%N)
 get_run lc-get-after
-left=$(s3py "print(s3.list_objects_v2(Bucket='lc', MaxKeys=10).get('KeyCount'))")
+left=$(s3py "print(s3.list_objects_v2(Bucket='lc-bench', MaxKeys=10).get('KeyCount'))")
 
 {
   printf 'objects expired: %s (left in lc: %s), pace %s/s\n' "$N" "$left" "$PACE"
