@@ -59,6 +59,8 @@ pub struct FileConfig {
     /// Virtual-hosted-style domains (`--domain`).
     pub domains: Option<Vec<String>>,
     pub default_public_access_block: Option<bool>,
+    /// SSE-S3 key ring file (`--sse-key-file`).
+    pub sse_key_file: Option<PathBuf>,
     /// Meta peers: `["1=http://meta1:9002", ...]` or one comma-separated
     /// string.
     pub peers: Option<PeersToml>,
@@ -253,6 +255,54 @@ pub struct ServerArgs {
     pub tier: TierArgs,
     #[command(flatten)]
     pub datanode_tier: DatanodeTierArgs,
+    #[command(flatten)]
+    pub sse: SseArgs,
+}
+
+/// Where SSE-S3's master keys come from (`godwit_common::sse::KeyRing`).
+#[derive(Args, Debug, Default)]
+pub struct SseArgs {
+    /// Key ring file of SSE-S3's master keys (JSON; `godwit admin sse
+    /// rotate --key-file F` adds a key and the roles reread it). Every
+    /// gateway and replicator of a region needs the same ring. `godwit
+    /// server` defaults to <data-dir>/sse-keys.json, made at first start.
+    #[arg(long, env = "GODWIT_SSE_KEY_FILE")]
+    pub sse_key_file: Option<PathBuf>,
+    /// One master key (base64 of 32 bytes) instead of a key ring file.
+    #[arg(long, env = "GODWIT_SSE_MASTER_KEY", hide_env_values = true)]
+    pub sse_master_key: Option<String>,
+}
+
+/// The key ring SSE-S3 uses
+pub type SharedKeyRing = Option<std::sync::Arc<godwit_common::sse::KeyRing>>;
+
+impl SseArgs {
+    /// The key ring the flags name; without any, the one in
+    /// `default_file` (made if missing), or none.
+    fn resolve(
+        self,
+        f: &mut FileConfig,
+        default_file: Option<&Path>,
+    ) -> anyhow::Result<SharedKeyRing> {
+        use godwit_common::sse::KeyRing;
+        let ring = match (
+            self.sse_key_file.or(f.sse_key_file.take()),
+            self.sse_master_key,
+        ) {
+            (Some(_), Some(_)) => {
+                anyhow::bail!("give --sse-key-file or --sse-master-key, not both")
+            }
+            (Some(path), None) => KeyRing::from_file(&path)
+                .with_context(|| format!("SSE key ring {}", path.display()))?,
+            (None, Some(b64)) => KeyRing::from_master_key(&b64).context("--sse-master-key")?,
+            (None, None) => match default_file {
+                Some(path) => KeyRing::open_or_create(path)
+                    .with_context(|| format!("SSE key ring {}", path.display()))?,
+                None => return Ok(None),
+            },
+        };
+        Ok(Some(std::sync::Arc::new(ring)))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -345,6 +395,7 @@ pub struct ServerConfig {
     pub storage: Storage,
     pub net: Net,
     pub replication: godwit_replication::ReplicatorConfig,
+    pub sse_keys: SharedKeyRing,
     pub tier: Tier,
     pub datanode_tier: DatanodeTier,
 }
@@ -356,7 +407,16 @@ impl ServerConfig {
             .region
             .or(f.region.take())
             .unwrap_or_else(|| DEFAULT_REGION.into());
+        let data_dir = a
+            .data_dir
+            .or(f.data_dir.take())
+            .unwrap_or_else(|| PathBuf::from("./godwit-data"));
+        godwit_common::disk::create_dir_durable(&data_dir)
+            .with_context(|| format!("creating {}", data_dir.display()))?;
         Ok(ServerConfig {
+            sse_keys: a
+                .sse
+                .resolve(&mut f, Some(&data_dir.join("sse-keys.json")))?,
             tier: a.tier.resolve(&mut f)?,
             datanode_tier: a.datanode_tier.resolve(&mut f),
             replication: a.replication.resolve(&region),
@@ -366,10 +426,7 @@ impl ServerConfig {
                 .default_public_access_block
                 .or(f.default_public_access_block.take())
                 .unwrap_or(true),
-            data_dir: a
-                .data_dir
-                .or(f.data_dir.take())
-                .unwrap_or_else(|| PathBuf::from("./godwit-data")),
+            data_dir,
             s3_listen: a
                 .s3_listen
                 .or(f.s3_listen.take())
@@ -611,6 +668,8 @@ pub struct GatewayArgs {
     pub net: NetArgs,
     #[command(flatten)]
     pub storage: StorageArgs,
+    #[command(flatten)]
+    pub sse: SseArgs,
 }
 
 #[derive(Debug)]
@@ -625,12 +684,14 @@ pub struct GatewayRoleConfig {
     pub meta: MetaLink,
     pub storage: Storage,
     pub net: Net,
+    pub sse_keys: SharedKeyRing,
 }
 
 impl GatewayRoleConfig {
     pub fn resolve(a: GatewayArgs) -> anyhow::Result<Self> {
         let mut f = load_file(a.config.as_deref())?;
         Ok(GatewayRoleConfig {
+            sse_keys: a.sse.resolve(&mut f, None)?,
             domains: resolve_domains(a.domains, &mut f),
             default_public_access_block: a
                 .default_public_access_block
@@ -670,6 +731,8 @@ pub struct ReplicatorArgs {
     pub net: NetArgs,
     #[command(flatten)]
     pub replication: ReplicationArgs,
+    #[command(flatten)]
+    pub sse: SseArgs,
 }
 
 #[derive(Debug)]
@@ -678,6 +741,7 @@ pub struct ReplicatorRoleConfig {
     pub net: Net,
     pub meta: MetaLink,
     pub replication: godwit_replication::ReplicatorConfig,
+    pub sse_keys: SharedKeyRing,
 }
 
 impl ReplicatorRoleConfig {
@@ -688,6 +752,7 @@ impl ReplicatorRoleConfig {
             .or(f.region.take())
             .unwrap_or_else(|| DEFAULT_REGION.into());
         Ok(ReplicatorRoleConfig {
+            sse_keys: a.sse.resolve(&mut f, None)?,
             admin_listen: a
                 .admin_listen
                 .or(f.admin_listen.take())

@@ -56,6 +56,7 @@ impl RegionLauncher for InProcessRegions {
             domains: Vec::new(),
             default_public_access_block: None,
             net: Default::default(),
+            sse: Default::default(),
             storage: StorageArgs {
                 inline_threshold: None,
                 block_size: None,

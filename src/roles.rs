@@ -73,6 +73,7 @@ fn gateway_config(
     s: &Storage,
     domains: &[String],
     default_public_access_block: bool,
+    sse_keys: crate::config::SharedKeyRing,
 ) -> GatewayConfig {
     GatewayConfig {
         region: region.to_string(),
@@ -81,6 +82,7 @@ fn gateway_config(
         max_object_size: 5 << 40,
         domains: domains.to_vec(),
         default_public_access_block,
+        sse_keys,
     }
 }
 
@@ -216,13 +218,22 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
             &cfg.storage,
             &cfg.domains,
             cfg.default_public_access_block,
+            cfg.sse_keys.clone(),
         ),
         meta.clone(),
         meta.clone(),
         router.clone(),
     );
-    let replicator = Replicator::new(cfg.replication.clone(), meta.clone(), meta.clone(), router)
-        .spawn(shutdown.clone());
+    let replicator = Replicator::new(
+        godwit_replication::ReplicatorConfig {
+            sse_keys: cfg.sse_keys.clone(),
+            ..cfg.replication.clone()
+        },
+        meta.clone(),
+        meta.clone(),
+        router,
+    )
+    .spawn(shutdown.clone());
     admin.set_meta(MetaHandles::of(meta.clone()));
     admin.set_meta_node(meta.clone(), root.clone());
     admin.set_on_key_created(Arc::new({
@@ -466,6 +477,7 @@ pub async fn run_gateway(cfg: GatewayRoleConfig) -> anyhow::Result<()> {
             &cfg.storage,
             &cfg.domains,
             cfg.default_public_access_block,
+            cfg.sse_keys.clone(),
         ),
         meta.clone(),
         meta.clone(),
@@ -505,8 +517,16 @@ pub async fn run_replicator(cfg: ReplicatorRoleConfig) -> anyhow::Result<()> {
     .await?;
     router.spawn_refresh(meta.clone(), Duration::from_secs(5));
     router.report_to(meta.clone());
-    let worker = Replicator::new(cfg.replication, meta.clone(), meta.clone(), router)
-        .spawn(shutdown.clone());
+    let worker = Replicator::new(
+        godwit_replication::ReplicatorConfig {
+            sse_keys: cfg.sse_keys,
+            ..cfg.replication
+        },
+        meta.clone(),
+        meta.clone(),
+        router,
+    )
+    .spawn(shutdown.clone());
     admin.set_meta(MetaHandles::of(meta));
     admin.ready.store(true, Ordering::Release);
     tracing::info!("replicator role ready");

@@ -69,6 +69,7 @@ impl Server {
                 ..Default::default()
             },
             datanode_tier: Default::default(),
+            sse: Default::default(),
         };
         let h = start_server(ServerConfig::resolve(args).unwrap())
             .await

@@ -61,6 +61,7 @@ async fn server(net: NetArgs) -> Server {
         replication: Default::default(),
         tier: Default::default(),
         datanode_tier: Default::default(),
+        sse: Default::default(),
     };
     let h = start_server(ServerConfig::resolve(args).unwrap())
         .await

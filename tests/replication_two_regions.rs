@@ -76,6 +76,7 @@ async fn start_region(name: &str, dir: &std::path::Path, s3_listen: &str) -> Ser
         },
         tier: Default::default(),
         datanode_tier: Default::default(),
+        sse: Default::default(),
     };
     start_server(ServerConfig::resolve(args).unwrap())
         .await

@@ -41,6 +41,7 @@ async fn start(dir: &std::path::Path) -> ServerHandle {
         replication: Default::default(),
         tier: Default::default(),
         datanode_tier: Default::default(),
+        sse: Default::default(),
     };
     start_server(ServerConfig::resolve(args).unwrap())
         .await

@@ -65,6 +65,7 @@ impl Server {
             replication: Default::default(),
             tier: Default::default(),
             datanode_tier: Default::default(),
+            sse: Default::default(),
         };
         let h = start_server(ServerConfig::resolve(args).unwrap())
             .await

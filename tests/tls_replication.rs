@@ -89,6 +89,7 @@ async fn region(name: &'static str, tls: bool) -> Region {
         },
         tier: Default::default(),
         datanode_tier: Default::default(),
+        sse: Default::default(),
     };
     let h = start_server(ServerConfig::resolve(args).unwrap())
         .await

@@ -73,6 +73,42 @@ pub fn read_range(
     read_data_range(router, &obj.version.data, &obj.grant, start, end)
 }
 
+/// Streams plaintext bytes `[start, end)` of an object version, opening
+/// its sealed chunks with `dek` when it is encrypted (`crate::sse`): only
+/// the chunks the range touches are read. A version whose record says it
+/// is encrypted needs its data key; WrongKey without one.
+pub fn read_plain_range(
+    router: Arc<dyn BlockRouter>,
+    obj: &ObjectRead,
+    dek: Option<&crate::sse::DataKey>,
+    start: u64,
+    end: u64,
+) -> Result<ByteStream, crate::sse::SseError> {
+    let v = &obj.version;
+    let Some(info) = &v.sse else {
+        return Ok(read_range(router, obj, start, end));
+    };
+    let dek = dek.ok_or(crate::sse::SseError::WrongKey)?;
+    let parts: Vec<(u64, &[u8])> = v
+        .parts
+        .iter()
+        .map(|p| (p.size, p.sse_nonce.as_slice()))
+        .collect();
+    let segments = crate::sse::segments_of(info, v.size, &parts)?;
+    let plan = crate::sse::ReadPlan::new(&segments, start, end);
+    if plan.stored_start >= plan.stored_end {
+        return Ok(Box::pin(futures::stream::empty()));
+    }
+    let stored = read_data_range(
+        router,
+        &v.data,
+        &obj.grant,
+        plan.stored_start,
+        plan.stored_end,
+    );
+    Ok(crate::sse::open_stream(stored, plan, dek))
+}
+
 /// Streams bytes `[start, end)` of any stored data (an object version's, or
 /// a multipart part's, which the replication worker streams to
 /// destinations), with the read tokens of `grant`.

@@ -199,6 +199,14 @@ pub struct PartSummary {
     pub etag: String,
     #[serde(default)]
     pub checksums: Checksums,
+    /// Base nonce of the part's sealed chunks (an encrypted upload's
+    /// part); empty otherwise.
+    #[serde(
+        default,
+        with = "crate::codec::bytes_or_b64",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub sse_nonce: Vec<u8>,
 }
 
 /// One version of an object (or a delete marker), as stored and returned.
@@ -258,6 +266,11 @@ pub struct ObjectVersion {
         skip_serializing_if = "crate::object_lock::VersionLock::is_empty"
     )]
     pub lock: crate::object_lock::VersionLock,
+    /// Server-side encryption of the data (None: stored in the clear):
+    /// `data` then holds sealed chunks, and `size` is the plaintext's.
+    /// Absent from records of builds before SSE.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<crate::sse::SseInfo>,
 }
 
 /// The OSS object types besides Normal and Multipart
@@ -330,6 +343,9 @@ pub struct NewObject {
         skip_serializing_if = "crate::object_lock::VersionLock::is_empty"
     )]
     pub lock: crate::object_lock::VersionLock,
+    /// How `data` is encrypted (see `ObjectVersion::sse`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<crate::sse::SseInfo>,
 }
 
 /// An OSS AppendObject as the gateway hands it to meta: the appended
@@ -538,6 +554,10 @@ pub struct NewUpload {
         skip_serializing_if = "crate::object_lock::VersionLock::is_empty"
     )]
     pub lock: crate::object_lock::VersionLock,
+    /// The upload's data key (SSE-S3 or SSE-C): every part is sealed
+    /// with it, and the object gets it at Complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<crate::sse::SseInfo>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -570,6 +590,9 @@ pub struct UploadInfo {
         skip_serializing_if = "crate::object_lock::VersionLock::is_empty"
     )]
     pub lock: crate::object_lock::VersionLock,
+    /// See `NewUpload::sse`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<crate::sse::SseInfo>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -582,6 +605,13 @@ pub struct PartRecord {
     #[serde(default)]
     pub checksums: Checksums,
     pub data: ObjectData,
+    /// See `PartSummary::sse_nonce`.
+    #[serde(
+        default,
+        with = "crate::codec::bytes_or_b64",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub sse_nonce: Vec<u8>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default)]
@@ -906,6 +936,7 @@ mod tests {
             precondition: None,
             oss_type: None,
             lock: Default::default(),
+            sse: None,
         };
         // Nothing new on the wire when there is no precondition...
         let json = serde_json::to_string(&obj).unwrap();

@@ -22,7 +22,8 @@
 //! reads objects the same way) and is re-exported here.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -31,13 +32,13 @@ use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use godwit_common::block_api::BlockWritten;
 use godwit_common::types::{BlockAlloc, BlockRef, NodeId, ObjectData};
-use godwit_common::{BlockError, BlockMeta, BlockRouter, ByteStream};
+use godwit_common::{sse, BlockError, BlockMeta, BlockRouter, ByteStream};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::body::checksum::{Algo, Digests, Hasher};
-use crate::error::{from_io, S3Error};
+use crate::error::{from_io, into_io, S3Error};
 use crate::intents::IntentKeeper;
 use crate::metrics;
 
@@ -78,22 +79,74 @@ pub struct Written {
 /// allocation batches; length checks belong to the body decoder.
 pub async fn write_stream(
     target: &WriteTarget<'_>,
-    mut body: ByteStream,
+    body: ByteStream,
     expected_len: Option<u64>,
     algos: &[Algo],
 ) -> Result<Written, S3Error> {
-    let mut hasher = Hasher::new(algos);
-    let mut size = 0u64;
-    let mut take = |chunk: &Bytes, size: &mut u64| -> Result<(), S3Error> {
-        hasher.update(chunk);
-        *size += chunk.len() as u64;
-        metrics::s3().bytes_in.inc_by(chunk.len() as u64);
-        if *size > target.max_size {
-            return Err(S3Error::EntityTooLarge);
-        }
-        Ok(())
-    };
+    write_sealed(target, body, expected_len, algos, None).await
+}
 
+/// [`write_stream`], encrypting the body (one segment: `seal` is the
+/// data key and the segment's base nonce) when `seal` is given. Digests
+/// and `Written::size` are of the plaintext; what is stored (inline or in
+/// blocks) is the sealed chunks.
+pub async fn write_sealed(
+    target: &WriteTarget<'_>,
+    body: ByteStream,
+    expected_len: Option<u64>,
+    algos: &[Algo],
+    seal: Option<(&sse::DataKey, [u8; sse::NONCE_LEN])>,
+) -> Result<Written, S3Error> {
+    // The plaintext is hashed and counted as it passes, before sealing.
+    let hasher = Arc::new(Mutex::new(Some(Hasher::new(algos))));
+    let size = Arc::new(AtomicU64::new(0));
+    let max_size = target.max_size;
+    let tapped = {
+        let (hasher, size) = (hasher.clone(), size.clone());
+        body.map(move |chunk| {
+            let chunk = chunk?;
+            if let Some(h) = hasher.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                h.update(&chunk);
+            }
+            metrics::s3().bytes_in.inc_by(chunk.len() as u64);
+            let total = size.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
+            if total > max_size {
+                return Err(into_io(S3Error::EntityTooLarge));
+            }
+            Ok(chunk)
+        })
+        .boxed()
+    };
+    let (stored, expected_len) = match seal {
+        Some((key, nonce)) => (
+            sse::seal_stream(tapped, key, nonce),
+            expected_len.map(sse::stored_len),
+        ),
+        None => (tapped, expected_len),
+    };
+    let data = store(target, stored, expected_len).await;
+    let digests = hasher
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .expect("hashed once")
+        .finish();
+    let (data, intents) = data?;
+    Ok(Written {
+        data,
+        size: size.load(Ordering::Relaxed),
+        digests,
+        intents,
+    })
+}
+
+/// Stores `body` as is: inline when it ends within the inline threshold,
+/// else in blocks.
+async fn store(
+    target: &WriteTarget<'_>,
+    mut body: ByteStream,
+    expected_len: Option<u64>,
+) -> Result<(ObjectData, IntentKeeper), S3Error> {
     // Small bodies: keep them whole and inline, unless they grow past the
     // threshold, in which case what was buffered starts the first block.
     let mut head = BytesMut::new();
@@ -102,16 +155,10 @@ pub async fn write_stream(
         loop {
             match body.next().await {
                 None => {
-                    return Ok(Written {
-                        data: ObjectData::Inline(head.to_vec()),
-                        size,
-                        digests: hasher.finish(),
-                        intents: IntentKeeper::default(),
-                    });
+                    return Ok((ObjectData::Inline(head.to_vec()), IntentKeeper::default()));
                 }
                 Some(Err(e)) => return Err(from_io(e)),
                 Some(Ok(chunk)) => {
-                    take(&chunk, &mut size)?;
                     if head.len() + chunk.len() <= target.inline_threshold {
                         head.extend_from_slice(&chunk);
                     } else {
@@ -131,17 +178,10 @@ pub async fn write_stream(
         sink.feed(chunk).await?;
     }
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(from_io)?;
-        take(&chunk, &mut size)?;
-        sink.feed(chunk).await?;
+        sink.feed(chunk.map_err(from_io)?).await?;
     }
     let (blocks, intents) = sink.finish().await?;
-    Ok(Written {
-        data: ObjectData::Blocks(blocks),
-        size,
-        digests: hasher.finish(),
-        intents,
-    })
+    Ok((ObjectData::Blocks(blocks), intents))
 }
 
 /// One replica's block write and when it ended; dropping it cancels the

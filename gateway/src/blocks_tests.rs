@@ -237,6 +237,7 @@ fn as_read(data: ObjectData, size: u64) -> ObjectRead {
             replica_of: None,
             oss_type: None,
             lock: Default::default(),
+            sse: None,
         },
         grant: ReadGrant::default(),
     }

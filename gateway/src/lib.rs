@@ -71,6 +71,9 @@ pub struct GatewayConfig {
     /// New S3 buckets get a public access block with all four switches
     /// on (AWS's default since 2023); off, they get none.
     pub default_public_access_block: bool,
+    /// The master keys SSE-S3 seals data keys with (None: SSE-S3 writes
+    /// and reads of SSE-S3 objects answer NotImplemented).
+    pub sse_keys: Option<Arc<godwit_common::sse::KeyRing>>,
 }
 
 /// Inline threshold default: one Raft entry holds bodies up to 4 KiB.
@@ -92,6 +95,7 @@ impl Default for GatewayConfig {
             max_object_size: DEFAULT_MAX_OBJECT_SIZE,
             domains: Vec::new(),
             default_public_access_block: true,
+            sse_keys: None,
         }
     }
 }

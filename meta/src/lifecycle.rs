@@ -533,6 +533,7 @@ mod tests {
             replica_of: None,
             oss_type: None,
             lock: Default::default(),
+            sse: None,
         }
     }
 

@@ -66,6 +66,9 @@ pub struct ReplicatorConfig {
     pub optimistic_threshold: u64,
     /// Sleep of a lane that found nothing to do (`kick` wakes it earlier).
     pub idle_poll_ms: u64,
+    /// SSE-S3's key ring: SSE-S3 objects are read in the clear and sent
+    /// for SSE-S3 at the destination (None: they fail, cause `sse-s3`).
+    pub sse_keys: Option<std::sync::Arc<godwit_common::sse::KeyRing>>,
 }
 
 impl Default for ReplicatorConfig {
@@ -82,6 +85,7 @@ impl Default for ReplicatorConfig {
             backoff_max_ms: 60_000,
             optimistic_threshold: 1024 * 1024,
             idle_poll_ms: 50,
+            sse_keys: None,
         }
     }
 }

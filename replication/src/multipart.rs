@@ -23,7 +23,8 @@ use godwit_common::types::PartRecord;
 
 use crate::remotes::Remote;
 use crate::task::{
-    destination_label, object_headers, replica_header, CarriedChecksum, Step, TaskError, TaskResult,
+    destination_label, object_headers, replica_header, CarriedChecksum, Sealed, Step, TaskError,
+    TaskResult,
 };
 use crate::Replicator;
 
@@ -58,10 +59,26 @@ pub(crate) async fn part(
             return Ok(Step::Done); // not part of the completed object
         }
     }
+    // An encrypted upload's parts go over in the clear, to be encrypted
+    // at the destination (an SSE-C upload fails here for good).
+    let sealed = rep.data_key(up.upload.sse.as_ref())?.map(|dek| Sealed {
+        dek,
+        segments: vec![],
+    });
     let Some(remote_upload) = ensure_remote_upload(rep, task, remote, &up, upload_id).await? else {
         return Ok(Step::Done); // aborted here meanwhile
     };
-    match upload_one(rep, task, remote, &up, part, &remote_upload).await {
+    match upload_one(
+        rep,
+        task,
+        remote,
+        &up,
+        part,
+        &remote_upload,
+        sealed.as_ref(),
+    )
+    .await
+    {
         Ok(()) => Ok(Step::Done),
         Err(e) if e.code() == Some("NoSuchUpload") => {
             // The destination upload is gone: fine if the source completed
@@ -93,6 +110,10 @@ pub(crate) async fn complete(
         .queue
         .replication_upload(&task.bucket, &task.key, upload_id)
         .await?;
+    let sealed = rep.data_key(up.upload.sse.as_ref())?.map(|dek| Sealed {
+        dek,
+        segments: vec![],
+    });
     let Some((version_id, listed)) = up.completed.clone() else {
         return Ok(Step::Wait {
             reason: "the source has not recorded its completion yet".into(),
@@ -146,7 +167,16 @@ pub(crate) async fn complete(
         }
         // Their part tasks are late or failed: send them from here.
         for part in missing {
-            upload_one(rep, task, remote, &up, part, &remote_upload).await?;
+            upload_one(
+                rep,
+                task,
+                remote,
+                &up,
+                part,
+                &remote_upload,
+                sealed.as_ref(),
+            )
+            .await?;
         }
     }
     // Each part with its checksum, and the object's, when the source
@@ -270,6 +300,7 @@ async fn ensure_remote_upload(
         headers.push(("x-amz-tagging".into(), tagging_header(&info.tags)));
     }
     headers.extend(crate::task::lock_headers(&info.lock));
+    headers.extend(crate::task::sse_headers(info.sse.as_ref()));
     // The same checksum algorithm and type as the source upload.
     headers.extend(
         CarriedChecksum::of_upload(info)
@@ -319,8 +350,33 @@ async fn upload_one(
     up: &ReplUpload,
     part: &PartRecord,
     remote_upload: &str,
+    sealed: Option<&Sealed>,
 ) -> Result<(), godwit_common::net::s3_remote::RemoteError> {
-    let body = rep.body(task, remote, &part.data, &up.grant, 0, part.size);
+    // A part of an encrypted upload is one segment under its own nonce.
+    let part_sealed = match sealed {
+        None => None,
+        Some(s) => Some(Sealed {
+            dek: s.dek.clone(),
+            segments: vec![godwit_common::sse::SegmentKey {
+                plain_len: part.size,
+                nonce: godwit_common::sse::base_nonce(&part.sse_nonce).map_err(|e| {
+                    godwit_common::net::s3_remote::RemoteError::Invalid {
+                        op: "sse",
+                        message: e.to_string(),
+                    }
+                })?,
+            }],
+        }),
+    };
+    let body = rep.body(
+        task,
+        remote,
+        &part.data,
+        &up.grant,
+        0,
+        part.size,
+        part_sealed.as_ref(),
+    );
     let md5 = content_md5_from_etag(&part.etag);
     let checksum = CarriedChecksum::of_upload(&up.upload).and_then(|c| c.part(&part.checksums));
     let etag = remote

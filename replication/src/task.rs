@@ -13,6 +13,7 @@ use godwit_common::object_read::read_data_range;
 use godwit_common::replication::{
     ReplicationTask, TaskKind, TaskOutcome, ORIGINAL_MTIME_META, REPLICA_HEADER,
 };
+use godwit_common::sse::{self, DataKey, SseInfo};
 use godwit_common::types::{
     ChecksumType, Checksums, ContentHeaders, ObjectData, ObjectVersion, ReadGrant, UploadInfo,
 };
@@ -237,9 +238,11 @@ impl Replicator {
             headers.push(("x-amz-tagging".into(), tagging_header(&v.tags)));
         }
         headers.extend(lock_headers(&v.lock));
+        let sealed = self.sealed_version(v)?;
+        headers.extend(sse_headers(v.sse.as_ref()));
         if !v.parts.is_empty() || v.size > MAX_SINGLE_PUT {
             return self
-                .copy_as_multipart(task, remote, v, &obj.grant, headers)
+                .copy_as_multipart(task, remote, v, &obj.grant, headers, sealed.as_ref())
                 .await;
         }
         // The source ETag is the MD5 of the bytes: the destination checks
@@ -250,7 +253,15 @@ impl Replicator {
         // A single-request object's checksum is of its whole bytes: the
         // destination checks it and keeps it.
         headers.extend(PartChecksum::first_of(&v.checksums).map(|c| c.header()));
-        let body = self.body(task, remote, &v.data, &obj.grant, 0, v.size);
+        let body = self.body(
+            task,
+            remote,
+            &v.data,
+            &obj.grant,
+            0,
+            v.size,
+            sealed.as_ref(),
+        );
         remote
             .client
             .put_object(&task.destination_bucket, &task.key, body, v.size, headers)
@@ -268,6 +279,7 @@ impl Replicator {
         v: &ObjectVersion,
         grant: &ReadGrant,
         mut headers: Headers,
+        sealed: Option<&Sealed>,
     ) -> TaskResult {
         // A single-request object split here goes without its checksum:
         // its parts' values are not known before they are read.
@@ -304,7 +316,7 @@ impl Replicator {
             .await?;
         let sent = futures::stream::iter(ranges)
             .map(|(n, start, end, etag, checksum)| {
-                let body = self.body(task, remote, &v.data, grant, start, end);
+                let body = self.body(task, remote, &v.data, grant, start, end, sealed);
                 let md5 = etag.as_deref().and_then(content_md5_from_etag);
                 let upload_id = &upload_id;
                 async move {
@@ -458,8 +470,44 @@ impl Replicator {
         Ok(Step::Done)
     }
 
-    /// Bytes `[start, end)` of `data`, throttled by the remote's limiter
-    /// and counted.
+    /// The data key of an encrypted version or upload (None: its data is
+    /// in the clear). SSE-C fails for good: the replicator never holds a
+    /// customer's key (the key is never stored), so such an object cannot
+    /// be read here; its task ends FAILED with the cause `sse-c`.
+    pub(crate) fn data_key(&self, sse: Option<&SseInfo>) -> Result<Option<DataKey>, TaskError> {
+        let Some(info) = sse else { return Ok(None) };
+        if info.is_customer() {
+            return Err(TaskError::Permanent(
+                "sse-c: an SSE-C object is not replicated (its key is never stored)".into(),
+            ));
+        }
+        let ring = self.cfg.sse_keys.as_ref().ok_or_else(|| {
+            TaskError::Permanent("sse-s3: this replicator has no key ring (--sse-key-file)".into())
+        })?;
+        ring.open(info)
+            .map(Some)
+            .map_err(|e| TaskError::Permanent(format!("sse-s3: {e}")))
+    }
+
+    /// How to open an encrypted version's data (None: in the clear).
+    fn sealed_version(&self, v: &ObjectVersion) -> Result<Option<Sealed>, TaskError> {
+        let Some(dek) = self.data_key(v.sse.as_ref())? else {
+            return Ok(None);
+        };
+        let info = v.sse.as_ref().expect("a data key comes from a record");
+        let parts: Vec<(u64, &[u8])> = v
+            .parts
+            .iter()
+            .map(|p| (p.size, p.sse_nonce.as_slice()))
+            .collect();
+        let segments = sse::segments_of(info, v.size, &parts)
+            .map_err(|e| TaskError::Permanent(format!("sse-s3: {e}")))?;
+        Ok(Some(Sealed { dek, segments }))
+    }
+
+    /// Bytes `[start, end)` of `data` (of the plaintext when `sealed`),
+    /// throttled by the remote's limiter and counted.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn body(
         &self,
         task: &ReplicationTask,
@@ -468,8 +516,22 @@ impl Replicator {
         grant: &ReadGrant,
         start: u64,
         end: u64,
+        sealed: Option<&Sealed>,
     ) -> ByteStream {
-        let raw = read_data_range(self.blocks.clone(), data, grant, start, end);
+        let raw = match sealed {
+            None => read_data_range(self.blocks.clone(), data, grant, start, end),
+            Some(s) => {
+                let plan = sse::ReadPlan::new(&s.segments, start, end);
+                let stored = read_data_range(
+                    self.blocks.clone(),
+                    data,
+                    grant,
+                    plan.stored_start,
+                    plan.stored_end,
+                );
+                sse::open_stream(stored, plan, &s.dek)
+            }
+        };
         let counter = metrics::get()
             .sent_bytes
             .with_label_values(&[&destination_label(task), task.lane.as_str()]);
@@ -480,6 +542,19 @@ impl Replicator {
         }));
         throttle(counted, remote.limiter.clone(), task.lane)
     }
+}
+
+/// What opens encrypted data: its data key and segments.
+pub(crate) struct Sealed {
+    pub dek: DataKey,
+    pub segments: Vec<sse::SegmentKey>,
+}
+
+/// The header that asks the destination to encrypt what an encrypted
+/// (SSE-S3) source holds: it arrives encrypted there too.
+pub(crate) fn sse_headers(sse: Option<&SseInfo>) -> Option<(String, String)> {
+    sse.filter(|i| !i.is_customer())
+        .map(|_| ("x-amz-server-side-encryption".into(), "AES256".into()))
 }
 
 /// `remote/bucket`, as `RuleStats::destination` labels it.
@@ -646,6 +721,7 @@ mod tests {
                     size: 1,
                     etag: "e".into(),
                     checksums,
+                    sse_nonce: vec![],
                 })
                 .collect(),
             tags: Default::default(),
@@ -655,6 +731,7 @@ mod tests {
             replica_of: None,
             oss_type: None,
             lock: Default::default(),
+            sse: None,
         }
     }
 

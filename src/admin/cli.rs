@@ -64,6 +64,30 @@ pub enum AdminCommand {
     /// Datanodes: list (state, liveness, usage), decommission.
     #[command(subcommand)]
     Datanode(DatanodeCommand),
+    /// SSE-S3's key ring: show its versions, rotate its master key.
+    #[command(subcommand)]
+    Sse(SseCommand),
+}
+
+/// The key ring is a file every gateway and replicator of the region
+/// reads (`--sse-key-file`, `godwit server`'s <data-dir>/sse-keys.json);
+/// these commands change that file, and the roles reread it within a
+/// second or so.
+#[derive(Subcommand)]
+pub enum SseCommand {
+    /// Add a fresh master key and make it the one new objects are sealed
+    /// with. Earlier keys stay: objects sealed with them still read (no
+    /// data is rewritten).
+    Rotate {
+        /// The key ring file (default: <data-dir>/sse-keys.json).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// The ring's key versions and the active one (never the keys).
+    Show {
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -233,9 +257,13 @@ fn fmt_ms(ms: i64) -> String {
 }
 
 pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
+    if let AdminCommand::Sse(cmd) = &a.command {
+        return sse_command(&a, cmd);
+    }
     a.tls.apply()?;
     let client = AdminClient::new(&a.admin_endpoint, &resolve_credentials(&a)?)?;
     match &a.command {
+        AdminCommand::Sse(_) => unreachable!("handled above"),
         AdminCommand::Cluster(cmd) => super::cluster::run(&client, cmd, a.json).await?,
         AdminCommand::Datanode(DatanodeCommand::List) => {
             let nodes: Vec<DatanodeStatus> = client
@@ -665,4 +693,36 @@ async fn account_command(
 
 fn percent_encode(s: &str) -> String {
     godwit_common::uri::uri_encode(s, true)
+}
+
+/// `godwit admin sse ...`: works on the key ring file itself.
+fn sse_command(a: &AdminArgs, cmd: &SseCommand) -> anyhow::Result<()> {
+    use godwit_common::sse::KeyRing;
+    let (SseCommand::Rotate { key_file } | SseCommand::Show { key_file }) = cmd;
+    let path = key_file
+        .clone()
+        .unwrap_or_else(|| a.data_dir.join("sse-keys.json"));
+    if let SseCommand::Rotate { .. } = cmd {
+        KeyRing::rotate_file(&path).with_context(|| format!("rotating {}", path.display()))?;
+    }
+    let ring = KeyRing::from_file(&path).with_context(|| format!("reading {}", path.display()))?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"active": ring.active_version(), "versions": ring.versions()})
+        );
+    } else {
+        let mut table = Table::new();
+        table.set_header(vec!["version", "active"]);
+        for v in ring.versions() {
+            let active = if v == ring.active_version() {
+                "yes"
+            } else {
+                ""
+            };
+            table.add_row(vec![v.to_string(), active.to_string()]);
+        }
+        println!("{table}");
+    }
+    Ok(())
 }

@@ -104,6 +104,14 @@ pub async fn append_object(ctx: &Ctx, body: axum::body::Body) -> ApiResult {
     let user_meta = user_meta(ctx.headers())?;
     let tags = tags_from_headers(ctx)?;
     let expected = expected_from_headers(ctx.headers())?;
+    // Appends add bytes to a version in place, which sealed chunks do
+    // not allow (a chunk is never sealed twice under one nonce).
+    if super::sse::for_write(ctx).await?.is_some() {
+        return Err(S3Error::InvalidArgument(
+            "AppendObject does not support server-side encryption on this server.".into(),
+        )
+        .into());
+    }
     let access = super::access::object_access(ctx, &*ctx.gw.buckets.get(bucket).await?).await?;
     let decoded = crate::body::decode(&ctx.parts, &ctx.auth, body)?;
     let current = current(ctx, position).await?;

@@ -254,6 +254,7 @@ mod tests {
                         crc32: Some(format!("crc{number}")),
                         ..Default::default()
                     },
+                    sse_nonce: vec![],
                 })
                 .collect(),
             tags: Default::default(),
@@ -263,6 +264,7 @@ mod tests {
             replica_of: None,
             oss_type: None,
             lock: Default::default(),
+            sse: None,
         }
     }
 

@@ -3,7 +3,9 @@
 //! streamed into new blocks).
 
 use futures::StreamExt;
-use godwit_common::types::{NewObject, ObjectRead, VersionRef};
+use godwit_common::object_read::read_plain_range;
+use godwit_common::sse::{DataKey, SseInfo};
+use godwit_common::types::{Checksums, NewObject, ObjectData, ObjectRead, PartSummary, VersionRef};
 use http::StatusCode;
 use percent_encoding::percent_decode_str;
 
@@ -12,10 +14,11 @@ use super::headers::{content_headers, user_meta};
 use super::multipart::commit_part;
 use super::object::write_refusal;
 use super::range::parse_copy_range;
+use super::sse;
 use super::tagging::copy_tags;
 use super::{set_header, shows_version_id, version_header, xml_response, ApiResult, Ctx};
-use crate::blocks::{read_range, write_stream};
-use crate::body::checksum::algo_from_name;
+use crate::blocks::write_sealed;
+use crate::body::checksum::{algo_from_name, get_checksum, Algo};
 use crate::error::{into_io, S3Error};
 use crate::names::check_key;
 use crate::router::Query;
@@ -135,8 +138,19 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
     copy_tags(ctx, &Default::default())?;
     // The copy's own lock headers (a source's lock is never copied).
     let lock = super::object_lock::lock_from_headers(ctx, false)?;
+    // The copy is encrypted as its own request (or its bucket's default)
+    // says, never as the source was (S3).
+    let encryption = sse::for_write(ctx).await?;
     let (src, obj) = load_source(ctx).await?;
-    if src.bucket == ctx.bucket() && src.key == ctx.key() && src.version_id.is_none() && !replace {
+    let src_key = sse::key_for_read(ctx, obj.version.sse.as_ref(), sse::COPY_SOURCE_CUSTOMER)?;
+    let changes_encryption = ctx.header("x-amz-server-side-encryption").is_some()
+        || sse::customer_key(ctx, sse::CUSTOMER)?.is_some();
+    if src.bucket == ctx.bucket()
+        && src.key == ctx.key()
+        && src.version_id.is_none()
+        && !replace
+        && !changes_encryption
+    {
         return Err(S3Error::InvalidRequest(
             "This copy request is illegal because it is trying to copy an object to itself without changing the \
              object's metadata, storage class, website redirect location or encryption attributes."
@@ -144,7 +158,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
         )
         .into());
     }
-    let v = obj.version;
+    let v = &obj.version;
     if v.size > MAX_COPY_SOURCE {
         return Err(S3Error::InvalidRequest(format!(
             "The specified copy source is larger than the maximum allowable size for a copy source: {MAX_COPY_SOURCE}"
@@ -160,6 +174,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
     // The copy gets the ACL of its own request, never the source's (S3).
     let access =
         super::access::object_access(ctx, &*ctx.gw.buckets.get(ctx.bucket()).await?).await?;
+    let bytes = copied_bytes(ctx, &obj, src_key.as_ref(), encryption.as_ref()).await?;
     let version = ctx
         .gw
         .meta
@@ -167,18 +182,19 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             bucket: ctx.bucket().to_string(),
             key: ctx.key().to_string(),
             size: v.size,
-            etag: v.etag.clone(),
+            etag: bytes.etag,
             headers,
             user_meta,
-            checksums: v.checksums.clone(),
-            data: v.data.clone(),
-            parts: v.parts.clone(),
+            checksums: bytes.checksums,
+            data: bytes.data,
+            parts: bytes.parts,
             tags,
             owner: access.owner,
             acl: access.acl,
             replica_of: None,
-            // Meta checks in the commit that the source still exists.
-            copy_source: Some(VersionRef {
+            // Meta checks in the commit that the source still exists
+            // (when the copy names its blocks).
+            copy_source: bytes.shared.then(|| VersionRef {
                 bucket: v.bucket.clone(),
                 key: v.key.clone(),
                 version_id: v.version_id.clone(),
@@ -191,9 +207,11 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             // appendable object is a Normal object (docs/compatibility.md).
             oss_type: v.oss_type.clone().filter(|_| v.is_symlink()),
             lock,
+            sse: bytes.sse,
         })
         .await
         .map_err(|e| write_refusal(ctx, e))?;
+    drop(bytes.intents);
     let doc = CopyResult {
         xmlns: Ns::default(),
         etag: quote_etag(&version.etag),
@@ -202,11 +220,98 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
         checksums: (&version.checksums).into(),
     };
     let mut resp = xml_response(StatusCode::OK, render("CopyObjectResult", &doc)?);
+    sse::write_headers(ctx, resp.headers_mut(), version.sse.as_ref());
     let shown = shows_version_id(ctx, ctx.bucket(), &version.version_id).await;
     version_header(resp.headers_mut(), &version.version_id, shown);
     copy_source_version_header(ctx, resp.headers_mut(), &src.bucket, &v.version_id).await;
     super::lifecycle::add_expiration(ctx, &version, resp.headers_mut()).await;
     Ok(resp)
+}
+
+/// The bytes a CopyObject's new version names.
+struct Copied {
+    etag: String,
+    checksums: Checksums,
+    data: ObjectData,
+    parts: Vec<PartSummary>,
+    sse: Option<SseInfo>,
+    /// Whether `data` is the source's own blocks (meta then checks the
+    /// source still exists in the commit).
+    shared: bool,
+    /// Intents of blocks written for the copy, held until its commit.
+    intents: Option<crate::intents::IntentKeeper>,
+}
+
+/// What a copy stores. When source and copy are both in the clear, or
+/// both encrypted, the copy names the source's blocks: an encrypted
+/// source's data key is rewrapped for the copy's encryption (its chunks
+/// and nonces stay valid). When only one side is encrypted the bytes are
+/// read and written again, sealed or opened on the way.
+async fn copied_bytes(
+    ctx: &Ctx,
+    obj: &ObjectRead,
+    src_key: Option<&DataKey>,
+    encryption: Option<&sse::Requested>,
+) -> Result<Copied, S3Error> {
+    let v = &obj.version;
+    let shared = |sse_info| Copied {
+        etag: v.etag.clone(),
+        checksums: v.checksums.clone(),
+        data: v.data.clone(),
+        parts: v.parts.clone(),
+        sse: sse_info,
+        shared: true,
+        intents: None,
+    };
+    match (src_key, encryption) {
+        (None, None) => return Ok(shared(None)),
+        (Some(dek), Some(req)) => {
+            let nonce = v.sse.as_ref().map(|i| i.nonce.clone()).unwrap_or_default();
+            return Ok(shared(Some(sse::seal_key(ctx, req, dek, nonce)?)));
+        }
+        _ => {}
+    }
+    // Rewritten whole: a simple object with full-object checksums of the
+    // algorithms the source had.
+    let algos: Vec<Algo> = Algo::ALL
+        .into_iter()
+        .filter(|a| get_checksum(&v.checksums, *a).is_some())
+        .collect();
+    let plain = read_plain_range(ctx.gw.blocks.clone(), obj, src_key, 0, v.size)
+        .map_err(|e| S3Error::InternalError(format!("reading copy source: {e}")))?
+        .map(|r| {
+            r.map_err(|e| into_io(S3Error::InternalError(format!("reading copy source: {e}"))))
+        })
+        .boxed();
+    let (seal, sse_info) = match encryption {
+        Some(req) => {
+            let nonce = godwit_common::sse::new_nonce();
+            let (dek, info) = sse::new_key(ctx, req, nonce.to_vec())?;
+            (Some((dek, nonce)), Some(info))
+        }
+        None => (None, None),
+    };
+    let target = ctx.gw.write_target(true, MAX_COPY_SOURCE);
+    let written = write_sealed(
+        &target,
+        plain,
+        Some(v.size),
+        &algos,
+        seal.as_ref().map(|(k, n)| (k, *n)),
+    )
+    .await?;
+    if written.size != v.size {
+        return Err(S3Error::InternalError("copy source ended early".into()));
+    }
+    Ok(Copied {
+        etag: written.digests.md5_hex(),
+        checksums: written.digests.checksums.clone(),
+        data: written.data,
+        parts: vec![],
+        sse: sse_info,
+        shared: false,
+        intents: Some(written.intents),
+    })
 }
 
 pub async fn upload_part_copy(ctx: &Ctx, part_number: u32, upload_id: &str) -> ApiResult {
@@ -215,7 +320,11 @@ pub async fn upload_part_copy(ctx: &Ctx, part_number: u32, upload_id: &str) -> A
         .meta
         .get_upload(ctx.bucket(), ctx.key(), upload_id)
         .await?;
+    // A part of an encrypted upload is sealed with the upload's key
+    // (SSE-C: the request repeats it).
+    let upload_key = sse::key_for_read(ctx, upload.sse.as_ref(), sse::CUSTOMER)?;
     let (src, obj) = load_source(ctx).await?;
+    let src_key = sse::key_for_read(ctx, obj.version.sse.as_ref(), sse::COPY_SOURCE_CUSTOMER)?;
     let size = obj.version.size;
     let (start, end) = match ctx.header("x-amz-copy-source-range") {
         Some(r) => parse_copy_range(r, size)?,
@@ -231,17 +340,27 @@ pub async fn upload_part_copy(ctx: &Ctx, part_number: u32, upload_id: &str) -> A
         .into_iter()
         .collect();
     // Source read failures are ours, not the client's.
-    let stream = read_range(ctx.gw.blocks.clone(), &obj, start, end)
+    let stream = read_plain_range(ctx.gw.blocks.clone(), &obj, src_key.as_ref(), start, end)
+        .map_err(|e| S3Error::InternalError(format!("reading copy source: {e}")))?
         .map(|r| {
             r.map_err(|e| into_io(S3Error::InternalError(format!("reading copy source: {e}"))))
         })
         .boxed();
+    let nonce = godwit_common::sse::new_nonce();
     let target = ctx.gw.write_target(false, MAX_PUT_SIZE);
-    let written = write_stream(&target, stream, Some(end - start), &algos).await?;
+    let written = write_sealed(
+        &target,
+        stream,
+        Some(end - start),
+        &algos,
+        upload_key.as_ref().map(|k| (k, nonce)),
+    )
+    .await?;
     if written.size != end - start {
         return Err(S3Error::InternalError("copy source ended early".into()).into());
     }
-    let part = commit_part(ctx, upload_id, part_number, written).await?;
+    let sse_nonce = upload_key.map(|_| nonce.to_vec()).unwrap_or_default();
+    let part = commit_part(ctx, upload_id, part_number, written, sse_nonce).await?;
     let doc = CopyResult {
         xmlns: Ns::default(),
         etag: quote_etag(&part.etag),
@@ -250,6 +369,7 @@ pub async fn upload_part_copy(ctx: &Ctx, part_number: u32, upload_id: &str) -> A
         checksums: (&part.checksums).into(),
     };
     let mut resp = xml_response(StatusCode::OK, render("CopyPartResult", &doc)?);
+    sse::write_headers(ctx, resp.headers_mut(), upload.sse.as_ref());
     copy_source_version_header(
         ctx,
         resp.headers_mut(),

@@ -250,6 +250,7 @@ mod tests {
             replica_of: None,
             oss_type: None,
             lock: Default::default(),
+            sse: None,
         };
         let mut out = HeaderMap::new();
         write_object_headers(
@@ -300,6 +301,7 @@ mod tests {
             replica_of: None,
             oss_type: None,
             lock: Default::default(),
+            sse: None,
         };
         for (status, shown) in [
             (ReplicationStatus::Pending, "PENDING"),

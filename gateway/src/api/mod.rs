@@ -32,6 +32,7 @@ pub mod object_lock;
 pub mod post_object;
 pub mod post_policy;
 pub mod range;
+pub mod sse;
 pub mod symlink;
 pub mod tagging;
 

@@ -20,7 +20,7 @@ use super::{
     empty_response, read_complete_body, replica_origin, set_header, shows_version_id,
     version_header, xml_response, ApiResult, Ctx, ObjectFacts, OwnerNames, MAX_XML_BODY,
 };
-use crate::blocks::{write_stream, Written};
+use crate::blocks::{write_sealed, Written};
 use crate::body::checksum::{
     algo_from_name, composite_checksum, expected_from_headers, full_object_checksum, get_checksum,
     is_valid_checksum, set_checksum, verify, Algo, Expected,
@@ -99,6 +99,11 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
     // from CreateMultipartUpload).
     let access =
         super::access::object_access(ctx, &*ctx.gw.buckets.get(ctx.bucket()).await?).await?;
+    // The upload's data key: every part is sealed with it.
+    let sse_info = match super::sse::for_write(ctx).await? {
+        Some(req) => Some(super::sse::new_key(ctx, &req, vec![])?.1),
+        None => None,
+    };
     let info = ctx
         .gw
         .meta
@@ -114,6 +119,7 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
             acl: access.acl,
             replica_of,
             lock,
+            sse: sse_info,
         })
         .await?;
     let doc = InitiateMultipartUploadResult {
@@ -130,6 +136,7 @@ pub async fn create_upload(ctx: &Ctx) -> ApiResult {
         set_header(resp.headers_mut(), "x-amz-checksum-algorithm", a.name());
         set_header(resp.headers_mut(), "x-amz-checksum-type", t.as_str());
     }
+    super::sse::write_headers(ctx, resp.headers_mut(), info.sse.as_ref());
     Ok(resp)
 }
 
@@ -166,12 +173,14 @@ fn check_part_algorithm(upload_algo: Algo, expected: &Expected) -> Result<(), S3
 }
 
 /// Records a part whose bytes are durable, and answers with its ETag and
-/// checksums (UploadPart and UploadPartCopy share it).
+/// checksums (UploadPart and UploadPartCopy share it). `sse_nonce`: the
+/// base nonce the part was sealed under (empty: in the clear).
 pub async fn commit_part(
     ctx: &Ctx,
     upload_id: &str,
     part_number: u32,
     written: Written,
+    sse_nonce: Vec<u8>,
 ) -> Result<PartRecord, S3Error> {
     let part = PartRecord {
         number: part_number,
@@ -180,6 +189,7 @@ pub async fn commit_part(
         last_modified_ms: now_ms(),
         checksums: written.digests.checksums.clone(),
         data: written.data,
+        sse_nonce,
     };
     ctx.gw
         .meta
@@ -205,13 +215,24 @@ pub async fn upload_part(ctx: &Ctx, part_number: u32, upload_id: &str, body: Bod
             algos.push(a);
         }
     }
+    // A part of an encrypted upload is sealed with the upload's key (SSE-C:
+    // the request repeats it) under a nonce of its own.
+    let upload_key = super::sse::key_for_read(ctx, upload.sse.as_ref(), super::sse::CUSTOMER)?;
+    let nonce = godwit_common::sse::new_nonce();
     let decoded = crate::body::decode(&ctx.parts, &ctx.auth, body)?;
     if decoded.decoded_len.is_some_and(|n| n > MAX_PUT_SIZE) {
         return Err(S3Error::EntityTooLarge.into());
     }
     // Parts always go to blocks: completion stitches block lists together.
     let target = ctx.gw.write_target(false, MAX_PUT_SIZE);
-    let written = write_stream(&target, decoded.stream, decoded.decoded_len, &algos).await?;
+    let written = write_sealed(
+        &target,
+        decoded.stream,
+        decoded.decoded_len,
+        &algos,
+        upload_key.as_ref().map(|k| (k, nonce)),
+    )
+    .await?;
     let trailers = decoded
         .trailers
         .lock()
@@ -220,10 +241,12 @@ pub async fn upload_part(ctx: &Ctx, part_number: u32, upload_id: &str, body: Bod
     verify(&expected, &written.digests, trailers.as_ref())?;
     ctx.rules
         .check_body_crc64(written.digests.checksums.crc64ecma)?;
-    let part = commit_part(ctx, upload_id, part_number, written).await?;
+    let sse_nonce = upload_key.map(|_| nonce.to_vec()).unwrap_or_default();
+    let part = commit_part(ctx, upload_id, part_number, written, sse_nonce).await?;
 
     let mut resp = empty_response(StatusCode::OK);
     set_header(resp.headers_mut(), "etag", &quote_etag(&part.etag));
+    super::sse::write_headers(ctx, resp.headers_mut(), upload.sse.as_ref());
     write_checksum_headers(resp.headers_mut(), &part.checksums);
     resp.extensions_mut().insert(ObjectFacts::Written {
         crc64: part.checksums.crc64ecma,
@@ -498,6 +521,7 @@ async fn complete_response(ctx: &Ctx, version: &ObjectVersion) -> ApiResult {
     );
     let shown = shows_version_id(ctx, ctx.bucket(), &version.version_id).await;
     version_header(resp.headers_mut(), &version.version_id, shown);
+    super::sse::write_headers(ctx, resp.headers_mut(), version.sse.as_ref());
     super::lifecycle::add_expiration(ctx, version, resp.headers_mut()).await;
     resp.extensions_mut().insert(ObjectFacts::Written {
         crc64: version.checksums.crc64ecma,
@@ -706,6 +730,7 @@ mod tests {
                 ..Default::default()
             },
             data: ObjectData::Blocks(vec![]),
+            sse_nonce: vec![],
         }
     }
 

@@ -14,18 +14,21 @@ use http::{HeaderMap, StatusCode};
 use super::conditions::{write_precondition, Conditions};
 use super::headers::{content_headers, user_meta, write_object_headers};
 use super::range::{content_range, parse_range, resolve};
+use super::sse;
 use super::tagging::tags_from_headers;
 use super::{
     empty_response, replica_origin, set_header, version_header, ApiError, ApiResult, Ctx,
     ObjectFacts,
 };
-use crate::blocks::{read_range, write_stream};
+use crate::blocks::write_sealed;
 use crate::body::checksum::{expected_from_headers, get_checksum, verify, Algo};
 use crate::error::S3Error;
 use crate::names::check_key;
 use crate::router::parse_part_number;
 use crate::xml::{http_date, quote_etag};
 use crate::{metrics, MAX_PUT_SIZE};
+use godwit_common::object_read::read_plain_range;
+use godwit_common::sse::DataKey;
 
 /// `x-amz-checksum-*` headers for the stored checksums.
 pub fn write_checksum_headers(out: &mut HeaderMap, checksums: &Checksums) {
@@ -91,6 +94,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
         super::object_lock::require_lock_integrity(ctx.headers(), &lock)?;
     }
     let expected = expected_from_headers(ctx.headers())?;
+    let encryption = sse::for_write(ctx).await?;
     // Owner and ACL are settled (and a refused ACL refused) before any
     // byte moves; the bucket comes from the cache.
     let access = super::access::object_access(ctx, &*ctx.gw.buckets.get(bucket).await?).await?;
@@ -114,12 +118,21 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
         }
     }
 
+    let (seal, sse_info) = match &encryption {
+        Some(req) => {
+            let nonce = godwit_common::sse::new_nonce();
+            let (dek, info) = sse::new_key(ctx, req, nonce.to_vec())?;
+            (Some((dek, nonce)), Some(info))
+        }
+        None => (None, None),
+    };
     let target = ctx.gw.write_target(true, MAX_PUT_SIZE);
-    let written = write_stream(
+    let written = write_sealed(
         &target,
         decoded.stream,
         decoded.decoded_len,
         &expected.compute,
+        seal.as_ref().map(|(k, n)| (k, *n)),
     )
     .await?;
     let trailers = decoded
@@ -153,6 +166,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
             precondition,
             oss_type: None,
             lock,
+            sse: sse_info,
         }),
         ctx.gw.buckets.has_versioning(bucket),
     );
@@ -164,6 +178,7 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
     version_header(out, &version.version_id, shown);
     write_checksum_headers(out, &written.digests.checksums);
     write_checksum_type_header(out, &written.digests.checksums);
+    sse::write_headers(ctx, out, version.sse.as_ref());
     super::lifecycle::add_expiration(ctx, &version, out).await;
     resp.extensions_mut().insert(ObjectFacts::Written {
         crc64: written.digests.checksums.crc64ecma,
@@ -297,6 +312,8 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
     };
     let v = &obj.version;
     let show_version_id = has_versioning || v.version_id != NULL_VERSION_ID;
+    // An SSE-C object is not even described without its key.
+    let dek = sse::key_for_read(ctx, v.sse.as_ref(), sse::CUSTOMER)?;
 
     match Conditions::from_headers(ctx.headers(), "").evaluate(&v.etag, v.last_modified_ms, false) {
         Ok(()) => {}
@@ -339,10 +356,11 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
     let mut resp = if head || start == end {
         empty_response(status)
     } else {
-        body_response(ctx, &obj, start, end, status)
+        body_response(ctx, &obj, dek.as_ref(), start, end, status)?
     };
     let out = resp.headers_mut();
     write_object_headers(out, v, &ctx.query, show_version_id);
+    sse::write_headers(ctx, out, v.sse.as_ref());
     if v.is_latest {
         super::lifecycle::add_expiration(ctx, v, out).await;
     }
@@ -374,18 +392,21 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
 fn body_response(
     ctx: &Ctx,
     obj: &ObjectRead,
+    dek: Option<&DataKey>,
     start: u64,
     end: u64,
     status: StatusCode,
-) -> Response {
-    let stream = read_range(ctx.gw.blocks.clone(), obj, start, end).inspect(|chunk| {
+) -> Result<Response, S3Error> {
+    let stream = read_plain_range(ctx.gw.blocks.clone(), obj, dek, start, end)
+        .map_err(|e| S3Error::InternalError(format!("reading the object: {e}")))?;
+    let stream = stream.inspect(|chunk| {
         if let Ok(bytes) = chunk {
             metrics::s3().bytes_out.inc_by(bytes.len() as u64);
         }
     });
     let mut resp = Response::new(Body::from_stream(stream));
     *resp.status_mut() = status;
-    resp
+    Ok(resp)
 }
 
 pub async fn delete_object(ctx: &Ctx) -> ApiResult {
@@ -463,6 +484,7 @@ mod tests {
                     size,
                     etag: "p".into(),
                     checksums: Default::default(),
+                    sse_nonce: vec![],
                 })
                 .collect(),
             tags: Default::default(),
@@ -472,6 +494,7 @@ mod tests {
             replica_of: None,
             oss_type: None,
             lock: Default::default(),
+            sse: None,
         }
     }
 

@@ -78,6 +78,7 @@ pub async fn put_symlink(ctx: &Ctx) -> ApiResult {
             precondition,
             oss_type: Some(OssObjectType::Symlink { target }),
             lock: Default::default(),
+            sse: None,
         }),
         ctx.gw.buckets.has_versioning(bucket),
     );

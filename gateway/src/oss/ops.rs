@@ -595,6 +595,7 @@ mod tests {
                     size: 1,
                     etag: "p".into(),
                     checksums: Default::default(),
+                    sse_nonce: vec![],
                 })
                 .collect(),
             tags: Default::default(),
@@ -604,6 +605,7 @@ mod tests {
             replica_of: None,
             oss_type: None,
             lock: Default::default(),
+            sse: None,
         }
     }
 

@@ -18,8 +18,12 @@ use crate::xml::S3_NS;
 
 /// Request headers whose OSS name maps onto an S3 one the handlers read
 /// (prefix match for the `-meta-` family and the copy-source conditions).
-const REQUEST_ALIASES: [(&str, &str); 4] = [
+const REQUEST_ALIASES: [(&str, &str); 5] = [
     ("x-oss-meta-", "x-amz-meta-"),
+    (
+        "x-oss-server-side-encryption",
+        "x-amz-server-side-encryption",
+    ),
     ("x-oss-copy-source", "x-amz-copy-source"),
     ("x-oss-metadata-directive", "x-amz-metadata-directive"),
     ("x-oss-tagging", "x-amz-tagging"),

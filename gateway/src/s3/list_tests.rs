@@ -28,6 +28,7 @@ fn obj(key: &str, version_id: &str, latest: bool, marker: bool) -> ObjectVersion
         replica_of: None,
         oss_type: None,
         lock: Default::default(),
+        sse: None,
     }
 }
 

@@ -87,6 +87,7 @@ fn create(
         precondition: None,
         oss_type: Some(OssObjectType::Appendable),
         lock: Default::default(),
+        sse: None,
     };
     objects::put_object(tx, obj, fresh_version_id, now_ms, seq)
 }

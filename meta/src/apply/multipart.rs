@@ -66,6 +66,7 @@ pub(super) fn create_upload(
         acl: u.acl,
         replica_of: u.replica_of,
         lock: u.lock,
+        sse: u.sse,
     };
     tx.put(CF_UPLOADS, k, tx.encode(&info));
     Ok(Reply::Upload(Box::new(info)))
@@ -199,6 +200,19 @@ pub(super) fn complete_upload(
         md5.update(&raw);
     }
     let etag = format!("{}-{}", hex::encode(md5.finalize()), chosen.len());
+    // An encrypted upload's parts are each sealed under their own base
+    // nonce, which the object keeps to open them.
+    if upload.sse.is_some() {
+        if let Some(p) = chosen
+            .iter()
+            .find(|p| p.sse_nonce.len() != godwit_common::sse::NONCE_LEN)
+        {
+            return Err(MetaError::InvalidPart(format!(
+                "part {} is not encrypted with the upload's key",
+                p.number
+            )));
+        }
+    }
     let data = concat_data(&chosen)?;
     let lock = super::objects::lock_for_new_version(&bucket, upload.lock, now_ms)?;
 
@@ -222,6 +236,7 @@ pub(super) fn complete_upload(
                 size: p.size,
                 etag: normalize_etag(&p.etag),
                 checksums: p.checksums.clone(),
+                sse_nonce: p.sse_nonce.clone(),
             })
             .collect(),
         tags: upload.tags,
@@ -231,6 +246,7 @@ pub(super) fn complete_upload(
         replica_of: c.replica_of.clone().or(upload.replica_of),
         oss_type: None,
         lock,
+        sse: upload.sse,
     };
     if version.replica_of.is_some() {
         version.replication_status = Some(ReplicationStatus::Replica);

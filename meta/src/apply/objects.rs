@@ -101,6 +101,7 @@ pub(super) fn put_object(
         replica_of: obj.replica_of,
         oss_type: obj.oss_type,
         lock,
+        sse: obj.sse,
     };
     // A replica is never replicated again: two-way rules do not loop.
     if version.replica_of.is_some() {
@@ -345,6 +346,7 @@ pub(super) fn delete_object(tx: &mut Overlay, d: Delete, seq: u64) -> Result<Rep
                 replica_of,
                 oss_type: None,
                 lock: Default::default(),
+                sse: None,
             };
             if marker.replica_of.is_some() {
                 marker.replication_status = Some(ReplicationStatus::Replica);

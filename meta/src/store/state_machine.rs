@@ -320,6 +320,7 @@ mod tests {
                 precondition: None,
                 oss_type: None,
                 lock: Default::default(),
+                sse: None,
             }),
             version_id: version_id.into(),
             now_ms: 1,

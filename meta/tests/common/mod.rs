@@ -92,6 +92,7 @@ pub fn new_object(bucket: &str, key: &str, data: ObjectData) -> NewObject {
         precondition: None,
         oss_type: None,
         lock: Default::default(),
+        sse: None,
     }
 }
 
@@ -112,6 +113,7 @@ pub fn new_upload(bucket: &str, key: &str) -> NewUpload {
         acl: None,
         replica_of: None,
         lock: Default::default(),
+        sse: None,
     }
 }
 
@@ -123,5 +125,6 @@ pub fn part(number: u32, size: u64, etag: &str, data: ObjectData) -> PartRecord 
         last_modified_ms: 0,
         checksums: Checksums::default(),
         data,
+        sse_nonce: vec![],
     }
 }

@@ -40,6 +40,7 @@ fn object(bucket: &str, i: u64, size: u64) -> NewObject {
         precondition: None,
         oss_type: None,
         lock: Default::default(),
+        sse: None,
     }
 }
 
