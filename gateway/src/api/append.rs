@@ -34,7 +34,7 @@ use super::headers::{content_headers, user_meta};
 use super::tagging::tags_from_headers;
 use super::{empty_response, set_header, version_header, ApiError, ApiResult, Ctx, ObjectFacts};
 use crate::blocks::write_stream;
-use crate::body::checksum::{expected_from_headers, verify};
+use crate::body::checksum::expected_from_headers;
 use crate::error::S3Error;
 use crate::names::check_key;
 use crate::xml::quote_etag;
@@ -134,21 +134,8 @@ pub async fn append_object(ctx: &Ctx, body: axum::body::Body) -> ApiResult {
         Some(_) => threshold.saturating_sub(position as usize),
         None => 0,
     };
-    let written = write_stream(
-        &target,
-        decoded.stream,
-        decoded.decoded_len,
-        &expected.compute,
-    )
-    .await?;
-    let trailers = decoded
-        .trailers
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    verify(&expected, &written.digests, trailers.as_ref())?;
-    ctx.rules
-        .check_body_crc64(written.digests.checksums.crc64ecma)?;
+    let written =
+        super::write_checked(ctx, &target, decoded, &expected, &expected.compute, None).await?;
 
     // An inline object grown past the threshold: its bytes become the
     // first block, written here (their intents kept until the commit).

@@ -135,6 +135,8 @@ pub async fn get_object_attributes(ctx: &Ctx) -> ApiResult {
         return Err(delete_marker_error(&v, version_id.is_some()));
     }
     let show_version_id = has_versioning || v.version_id != NULL_VERSION_ID;
+    // An SSE-C object's attributes need its key, as its HEAD does.
+    super::sse::key_for_read(ctx, v.sse.as_ref(), super::sse::CUSTOMER)?;
     match Conditions::from_headers(ctx.headers(), "").evaluate(&v.etag, v.last_modified_ms, false) {
         Ok(()) => {}
         Err(S3Error::NotModified) => {

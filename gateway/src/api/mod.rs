@@ -67,6 +67,36 @@ pub struct Ctx {
     pub rules: DialectRules,
 }
 
+/// Streams a decoded request body to storage (sealed with `seal`, when
+/// given: the data key and the segment's base nonce), computing MD5 and
+/// `algos`, then checks what the client declared of it: checksum headers
+/// or trailers (`expected`) and OSS's CRC-64. What PutObject, UploadPart
+/// and AppendObject store goes through here.
+pub(crate) async fn write_checked(
+    ctx: &Ctx,
+    target: &crate::blocks::WriteTarget<'_>,
+    decoded: crate::body::RequestBody,
+    expected: &crate::body::checksum::Expected,
+    algos: &[crate::body::checksum::Algo],
+    seal: Option<(
+        &godwit_common::sse::DataKey,
+        [u8; godwit_common::sse::NONCE_LEN],
+    )>,
+) -> Result<crate::blocks::Written, S3Error> {
+    let written =
+        crate::blocks::write_sealed(target, decoded.stream, decoded.decoded_len, algos, seal)
+            .await?;
+    let trailers = decoded
+        .trailers
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    crate::body::checksum::verify(expected, &written.digests, trailers.as_ref())?;
+    ctx.rules
+        .check_body_crc64(written.digests.checksums.crc64ecma)?;
+    Ok(written)
+}
+
 impl Ctx {
     /// The bucket of a bucket or object operation (the router guarantees it).
     pub fn bucket(&self) -> &str {

@@ -20,10 +20,10 @@ use super::{
     empty_response, read_complete_body, replica_origin, set_header, shows_version_id,
     version_header, xml_response, ApiResult, Ctx, ObjectFacts, OwnerNames, MAX_XML_BODY,
 };
-use crate::blocks::{write_sealed, Written};
+use crate::blocks::Written;
 use crate::body::checksum::{
     algo_from_name, composite_checksum, expected_from_headers, full_object_checksum, get_checksum,
-    is_valid_checksum, set_checksum, verify, Algo, Expected,
+    is_valid_checksum, set_checksum, Algo, Expected,
 };
 use crate::error::S3Error;
 use crate::names::check_key;
@@ -225,22 +225,8 @@ pub async fn upload_part(ctx: &Ctx, part_number: u32, upload_id: &str, body: Bod
     }
     // Parts always go to blocks: completion stitches block lists together.
     let target = ctx.gw.write_target(false, MAX_PUT_SIZE);
-    let written = write_sealed(
-        &target,
-        decoded.stream,
-        decoded.decoded_len,
-        &algos,
-        upload_key.as_ref().map(|k| (k, nonce)),
-    )
-    .await?;
-    let trailers = decoded
-        .trailers
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    verify(&expected, &written.digests, trailers.as_ref())?;
-    ctx.rules
-        .check_body_crc64(written.digests.checksums.crc64ecma)?;
+    let seal = upload_key.as_ref().map(|k| (k, nonce));
+    let written = super::write_checked(ctx, &target, decoded, &expected, &algos, seal).await?;
     let sse_nonce = upload_key.map(|_| nonce.to_vec()).unwrap_or_default();
     let part = commit_part(ctx, upload_id, part_number, written, sse_nonce).await?;
 

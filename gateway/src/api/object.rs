@@ -20,8 +20,7 @@ use super::{
     empty_response, replica_origin, set_header, version_header, ApiError, ApiResult, Ctx,
     ObjectFacts,
 };
-use crate::blocks::write_sealed;
-use crate::body::checksum::{expected_from_headers, get_checksum, verify, Algo};
+use crate::body::checksum::{expected_from_headers, get_checksum, Algo};
 use crate::error::S3Error;
 use crate::names::check_key;
 use crate::router::parse_part_number;
@@ -127,22 +126,9 @@ pub async fn put_object(ctx: &Ctx, body: Body) -> ApiResult {
         None => (None, None),
     };
     let target = ctx.gw.write_target(true, MAX_PUT_SIZE);
-    let written = write_sealed(
-        &target,
-        decoded.stream,
-        decoded.decoded_len,
-        &expected.compute,
-        seal.as_ref().map(|(k, n)| (k, *n)),
-    )
-    .await?;
-    let trailers = decoded
-        .trailers
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    verify(&expected, &written.digests, trailers.as_ref())?;
-    ctx.rules
-        .check_body_crc64(written.digests.checksums.crc64ecma)?;
+    let seal = seal.as_ref().map(|(k, n)| (k, *n));
+    let written =
+        super::write_checked(ctx, &target, decoded, &expected, &expected.compute, seal).await?;
 
     let etag = written.digests.md5_hex();
     // The bucket's versioning state (for a "null" version's header) is
