@@ -474,11 +474,13 @@ pub fn base_nonce(raw: &[u8]) -> Result<[u8; NONCE_LEN], SseError> {
 }
 
 /// Encrypts one segment as it streams: plaintext in, sealed chunks out.
+/// Plaintext is copied once, into the buffer its chunk is sealed in.
 pub struct Sealer {
     key: LessSafeKey,
     base: [u8; NONCE_LEN],
     index: u64,
-    buf: Vec<u8>,
+    /// The chunk being filled (room for its tag reserved).
+    pending: BytesMut,
 }
 
 impl Sealer {
@@ -487,50 +489,45 @@ impl Sealer {
             key: dek.aead(),
             base,
             index: 0,
-            buf: Vec::with_capacity(CHUNK as usize + TAG as usize),
+            pending: BytesMut::with_capacity(SEALED_CHUNK as usize),
         }
     }
 
-    fn seal_buffered(&mut self, out: &mut BytesMut) {
+    /// Seals the pending chunk and hands it out.
+    fn seal_pending(&mut self) -> Bytes {
         let tag = self
             .key
             .seal_in_place_separate_tag(
                 chunk_nonce(&self.base, self.index),
                 Aad::empty(),
-                &mut self.buf,
+                &mut self.pending,
             )
             .expect("a chunk is far below GCM's limit");
-        out.extend_from_slice(&self.buf);
-        out.extend_from_slice(tag.as_ref());
-        self.buf.clear();
+        self.pending.extend_from_slice(tag.as_ref());
         self.index += 1;
+        let sealed = self.pending.split().freeze();
+        self.pending.reserve(SEALED_CHUNK as usize);
+        sealed
     }
 
-    /// Takes plaintext; returns the chunks it completed, sealed (empty
+    /// Takes plaintext; returns the chunks it completed, sealed (none
     /// while the current chunk is not full).
-    pub fn push(&mut self, mut data: &[u8]) -> Bytes {
-        let mut out = BytesMut::new();
+    pub fn push(&mut self, mut data: &[u8]) -> Vec<Bytes> {
+        let mut out = Vec::new();
         while !data.is_empty() {
-            let take = (CHUNK as usize - self.buf.len()).min(data.len());
-            self.buf.extend_from_slice(&data[..take]);
+            let take = (CHUNK as usize - self.pending.len()).min(data.len());
+            self.pending.extend_from_slice(&data[..take]);
             data = &data[take..];
-            if self.buf.len() == CHUNK as usize {
-                if out.is_empty() {
-                    out.reserve(SEALED_CHUNK as usize);
-                }
-                self.seal_buffered(&mut out);
+            if self.pending.len() == CHUNK as usize {
+                out.push(self.seal_pending());
             }
         }
-        out.freeze()
+        out
     }
 
-    /// Seals the last, partial chunk (empty if there is none).
-    pub fn finish(&mut self) -> Bytes {
-        let mut out = BytesMut::new();
-        if !self.buf.is_empty() {
-            self.seal_buffered(&mut out);
-        }
-        out.freeze()
+    /// Seals the last, partial chunk (None if there is none).
+    pub fn finish(&mut self) -> Option<Bytes> {
+        (!self.pending.is_empty()).then(|| self.seal_pending())
     }
 }
 
@@ -546,18 +543,21 @@ pub fn seal_stream(plain: ByteStream, dek: &DataKey, base: [u8; NONCE_LEN]) -> B
                     Some(Ok(chunk)) => {
                         let out = s.push(&chunk);
                         if !out.is_empty() {
-                            return Some((Ok(out), (plain, sealer)));
+                            let items: Vec<std::io::Result<Bytes>> =
+                                out.into_iter().map(Ok).collect();
+                            return Some((items, (plain, sealer)));
                         }
                     }
-                    Some(Err(e)) => return Some((Err(e), (plain, None))),
+                    Some(Err(e)) => return Some((vec![Err(e)], (plain, None))),
                     None => {
-                        let out = s.finish();
-                        return (!out.is_empty()).then_some((Ok(out), (plain, None)));
+                        let last = s.finish()?;
+                        return Some((vec![Ok(last)], (plain, None)));
                     }
                 }
             }
         },
-    );
+    )
+    .flat_map(futures::stream::iter);
     Box::pin(stream)
 }
 
@@ -725,9 +725,11 @@ mod tests {
         let mut s = Sealer::new(dek, base);
         let mut out = Vec::new();
         for piece in data.chunks(cuts.max(1)) {
-            out.extend_from_slice(&s.push(piece));
+            for sealed in s.push(piece) {
+                out.extend_from_slice(&sealed);
+            }
         }
-        out.extend_from_slice(&s.finish());
+        out.extend_from_slice(&s.finish().unwrap_or_default());
         out
     }
 
@@ -864,6 +866,23 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap();
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(mode.permissions().mode() & 0o777, 0o600);
+    }
+
+    #[tokio::test]
+    async fn a_sealed_stream_is_the_sealed_chunks_in_order() {
+        let dek = DataKey::random();
+        let nonce = new_nonce();
+        let plain = data(2 * CHUNK as usize + 999);
+        let pieces: Vec<std::io::Result<Bytes>> = plain
+            .chunks(20_000)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        let mut s = seal_stream(Box::pin(futures::stream::iter(pieces)), &dek, nonce);
+        let mut streamed = Vec::new();
+        while let Some(b) = s.next().await {
+            streamed.extend_from_slice(&b.unwrap());
+        }
+        assert_eq!(streamed, seal_all(&dek, nonce, &plain, 777));
     }
 
     #[test]
