@@ -183,6 +183,28 @@ pub async fn may_bypass_governance(gw: &Gateway, a: &Access<'_>) -> Result<bool,
     }
 }
 
+/// Whether the caller of `a` may also do `action` on `a`'s object (or
+/// bucket): a second check for what an operation shows or does beyond
+/// its own action (e.g. the lock headers of a GET).
+pub async fn may(gw: &Gateway, a: &Access<'_>, action: &str) -> Result<bool, S3Error> {
+    let Some(bucket) = a.bucket else {
+        return Ok(false);
+    };
+    if a.caller.is_root {
+        return Ok(true);
+    }
+    let target = Target {
+        bucket,
+        key: a.key,
+        version: a.query.get("versionId"),
+    };
+    match check(gw, a, &target, action).await {
+        Ok(()) => Ok(true),
+        Err(S3Error::AccessDenied(_)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// What an action is on: a bucket, or one object (version) in it (the
 /// request's own, or a copy's source).
 struct Target<'a> {

@@ -475,3 +475,57 @@ def test_bypass_needs_the_bypass_governance_permission(server, s3, lock_bucket):
     finally:
         s3.delete_bucket_policy(Bucket=lock_bucket)
         admin_cli(server, "account", "delete", account["id"])
+
+
+def test_lock_headers_are_shown_only_to_callers_allowed_to_read_the_lock(server, s3, lock_bucket):
+    """GET/HEAD show the retention only with s3:GetObjectRetention and the
+    legal hold only with s3:GetObjectLegalHold (AWS); reading the object
+    needs neither."""
+    s3.put_object(
+        Bucket=lock_bucket, Key="shown", Body=b"x", ObjectLockMode="GOVERNANCE",
+        ObjectLockRetainUntilDate=utc_in(3600), ObjectLockLegalHoldStatus="ON",
+    )
+    head = s3.head_object(Bucket=lock_bucket, Key="shown")
+    assert head["ObjectLockMode"] == "GOVERNANCE" and head["ObjectLockLegalHoldStatus"] == "ON"
+    name = f"lock-reader-{uuid.uuid4().hex[:10]}"
+    r = admin_cli(server, "--json", "account", "create", name)
+    assert r.returncode == 0, r.stderr
+    account = json.loads(r.stdout)
+    try:
+        r = admin_cli(server, "--json", "key", "create", "--name", f"{name}-key", "--account", name)
+        assert r.returncode == 0, r.stderr
+        key = json.loads(r.stdout)
+        other = make_client(server.endpoint, access_key=key["access_key_id"], secret_key=key["secret_access_key"])
+
+        def policy(actions):
+            return json.dumps({"Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Principal": {"AWS": [account["id"]]},
+                "Action": actions, "Resource": [f"arn:aws:s3:::{lock_bucket}/*"]}]})
+
+        s3.put_bucket_policy(Bucket=lock_bucket, Policy=policy(["s3:GetObject"]))
+
+        def readable():
+            try:
+                return other.head_object(Bucket=lock_bucket, Key="shown")
+            except ClientError:
+                return None
+
+        wait_until(readable, 15, what="the reader to be allowed")
+        for resp in [other.head_object(Bucket=lock_bucket, Key="shown"),
+                     other.get_object(Bucket=lock_bucket, Key="shown")]:
+            assert "ObjectLockMode" not in resp and "ObjectLockRetainUntilDate" not in resp
+            assert "ObjectLockLegalHoldStatus" not in resp
+        s3.put_bucket_policy(Bucket=lock_bucket, Policy=policy(["s3:GetObject", "s3:GetObjectRetention"]))
+
+        def retention_shown():
+            h = other.head_object(Bucket=lock_bucket, Key="shown")
+            return "ObjectLockMode" in h and "ObjectLockLegalHoldStatus" not in h
+
+        wait_until(retention_shown, 15, what="the retention to be shown")
+        s3.put_bucket_policy(Bucket=lock_bucket,
+                             Policy=policy(["s3:GetObject", "s3:GetObjectRetention", "s3:GetObjectLegalHold"]))
+        wait_until(lambda: "ObjectLockLegalHoldStatus" in other.head_object(Bucket=lock_bucket, Key="shown"),
+                   15, what="the legal hold to be shown")
+    finally:
+        s3.delete_bucket_policy(Bucket=lock_bucket)
+        admin_cli(server, "account", "delete", account["id"])

@@ -136,7 +136,6 @@ pub fn write_object_headers(
     if let Some(status) = v.replication_status {
         set_header(out, "x-amz-replication-status", status.as_header());
     }
-    super::object_lock::write_lock_headers(out, &v.lock);
     if !v.tags.is_empty() {
         set_header(out, "x-amz-tagging-count", &v.tags.len().to_string());
     }

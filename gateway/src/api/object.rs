@@ -347,6 +347,8 @@ pub async fn get_object(ctx: &Ctx, head: bool) -> ApiResult {
     let out = resp.headers_mut();
     write_object_headers(out, v, &ctx.query, show_version_id);
     sse::write_headers(ctx, out, v.sse.as_ref());
+    let lock = super::object_lock::visible_lock(ctx, &v.lock).await?;
+    super::object_lock::write_lock_headers(out, &lock);
     if v.is_latest {
         super::lifecycle::add_expiration(ctx, v, out).await;
     }

@@ -126,6 +126,36 @@ pub fn require_lock_integrity(headers: &HeaderMap, lock: &VersionLock) -> Result
     ))
 }
 
+/// What of a version's lock a GET or HEAD shows its caller: the
+/// retention only with s3:GetObjectRetention, the legal hold only with
+/// s3:GetObjectLegalHold (AWS). Checked only for a locked version.
+pub async fn visible_lock(ctx: &Ctx, lock: &VersionLock) -> Result<VersionLock, S3Error> {
+    if lock.is_empty() {
+        return Ok(VersionLock::default());
+    }
+    let access = crate::authz::Access {
+        ep: &crate::router::Endpoint::GetObjectRetention,
+        bucket: ctx.bucket.as_deref(),
+        key: ctx.key.as_deref(),
+        caller: &ctx.caller,
+        parts: &ctx.parts,
+        query: &ctx.query,
+        signature_version: ctx.auth.scheme.signature_version(),
+    };
+    let mut shown = *lock;
+    if shown.retention.is_some()
+        && !crate::authz::may(&ctx.gw, &access, "s3:GetObjectRetention").await?
+    {
+        shown.retention = None;
+    }
+    if shown.legal_hold.is_some()
+        && !crate::authz::may(&ctx.gw, &access, "s3:GetObjectLegalHold").await?
+    {
+        shown.legal_hold = None;
+    }
+    Ok(shown)
+}
+
 /// The `x-amz-object-lock-*` headers of a GET or HEAD.
 pub fn write_lock_headers(out: &mut HeaderMap, lock: &VersionLock) {
     if let Some(r) = &lock.retention {
