@@ -307,7 +307,12 @@ def test_sse_c_needs_the_same_key_to_read(tls_s3):
     with pytest.raises(ClientError) as e:
         s3.get_object_attributes(Bucket=bucket, Key="c", ObjectAttributes=["ObjectSize"])
     assert status(e.value) == 400
-    attrs = s3.get_object_attributes(Bucket=bucket, Key="c", ObjectAttributes=["ObjectSize"], **ssec(key))
+    # botocore does not encode the key of this operation itself.
+    attrs = s3.get_object_attributes(
+        Bucket=bucket, Key="c", ObjectAttributes=["ObjectSize"], SSECustomerAlgorithm="AES256",
+        SSECustomerKey=base64.b64encode(key).decode(),
+        SSECustomerKeyMD5=base64.b64encode(hashlib.md5(key).digest()).decode(),
+    )
     assert attrs["ObjectSize"] == len(body)
     # The object is untouched by the refused reads.
     assert s3.get_object(Bucket=bucket, Key="c", **ssec(key))["Body"].read() == body
