@@ -398,3 +398,35 @@ def test_sse_c_multipart_and_copy_with_a_new_key(tls_s3):
     s3.complete_multipart_upload(Bucket=bucket, Key="pc", UploadId=up2["UploadId"],
                                  MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": r["CopyPartResult"]["ETag"]}]})
     assert s3.get_object(Bucket=bucket, Key="pc")["Body"].read() == whole[10:70010]
+
+
+def test_bucket_default_encryption_applies_to_writes_that_ask_for_none(s3, bucket):
+    s3.put_bucket_encryption(
+        Bucket=bucket,
+        ServerSideEncryptionConfiguration={
+            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+        },
+    )
+    body = os.urandom(CHUNK + 3)
+    # The configuration reaches the gateway's bucket cache within its TTL.
+    deadline = time.monotonic() + 15
+    while s3.put_object(Bucket=bucket, Key="put", Body=body).get("ServerSideEncryption") != "AES256":
+        assert time.monotonic() < deadline, "the default never applied"
+        time.sleep(0.2)
+    assert s3.head_object(Bucket=bucket, Key="put")["ServerSideEncryption"] == "AES256"
+    assert s3.get_object(Bucket=bucket, Key="put")["Body"].read() == body
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mp")
+    assert up["ServerSideEncryption"] == "AES256"
+    s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=up["UploadId"])
+    s3.put_object(Bucket=bucket, Key="src", Body=body)
+    r = s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "src"})
+    assert r["ServerSideEncryption"] == "AES256"
+
+    s3.delete_bucket_encryption(Bucket=bucket)
+    deadline = time.monotonic() + 15
+    while "ServerSideEncryption" in s3.put_object(Bucket=bucket, Key="plain", Body=b"x"):
+        assert time.monotonic() < deadline, "the default never went away"
+        time.sleep(0.2)
+    # What was written under the default stays encrypted and readable.
+    assert s3.head_object(Bucket=bucket, Key="put")["ServerSideEncryption"] == "AES256"
+    assert s3.get_object(Bucket=bucket, Key="put")["Body"].read() == body
