@@ -11,7 +11,8 @@
 //! names, and every operation must have a row, so an operation added
 //! later fails this test until it has one (and is then denied like the
 //! rest). Then one `godwit server` is started, root fills a victim bucket
-//! (versioned, tagged, with a multipart upload in progress), a second
+//! (versioned, tagged, with a default encryption and a multipart upload
+//! in progress), a second
 //! account sends every row at it, and each must answer 403 AccessDenied
 //! (a HEAD's error has no body: its status alone is checked); root
 //! finally reads the bucket back and nothing may have changed. Failures
@@ -98,6 +99,11 @@ const CORS: &str = "<CORSConfiguration><CORSRule><AllowedMethod>GET</AllowedMeth
     <AllowedOrigin>*</AllowedOrigin></CORSRule></CORSConfiguration>";
 const ENCRYPTION: &str = "<ServerSideEncryptionConfiguration><Rule>\
     <ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm>\
+    </ApplyServerSideEncryptionByDefault><BucketKeyEnabled>true</BucketKeyEnabled></Rule>\
+    </ServerSideEncryptionConfiguration>";
+/// Root's default encryption of the victim (the intruder's differs).
+const VICTIM_ENCRYPTION: &[u8] = b"<ServerSideEncryptionConfiguration><Rule>\
+    <ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm>\
     </ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>";
 const LIFECYCLE: &str = "<LifecycleConfiguration><Rule><ID>x</ID><Filter></Filter>\
     <Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>\
@@ -159,6 +165,11 @@ const SAMPLES: &[Sample] = &[
         "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>\
          <Rule><DefaultRetention><Mode>COMPLIANCE</Mode><Days>1</Days></DefaultRetention></Rule>\
          </ObjectLockConfiguration>"),
+    // The victim has a default encryption: a put would replace it, a
+    // delete remove it.
+    ("GetBucketEncryption", "GET", Bucket, "encryption", &[], ""),
+    ("PutBucketEncryption", "PUT", Bucket, "encryption", &[MD5], ENCRYPTION),
+    ("DeleteBucketEncryption", "DELETE", Bucket, "encryption", &[], ""),
 
     // ---- buckets: not implemented ----
     ("PutBucketAcl", "PUT", Bucket, "acl", &[("x-amz-acl", "public-read-write")], ""),
@@ -173,9 +184,6 @@ const SAMPLES: &[Sample] = &[
     ("GetBucketCors", "GET", Bucket, "cors", &[], ""),
     ("PutBucketCors", "PUT", Bucket, "cors", &[MD5], CORS),
     ("DeleteBucketCors", "DELETE", Bucket, "cors", &[], ""),
-    ("GetBucketEncryption", "GET", Bucket, "encryption", &[], ""),
-    ("PutBucketEncryption", "PUT", Bucket, "encryption", &[MD5], ENCRYPTION),
-    ("DeleteBucketEncryption", "DELETE", Bucket, "encryption", &[], ""),
     ("GetBucketIntelligentTieringConfiguration", "GET", Bucket, "intelligent-tiering&id=t1", &[], ""),
     ("PutBucketIntelligentTieringConfiguration", "PUT", Bucket, "intelligent-tiering&id=t1", &[],
         "<IntelligentTieringConfiguration><Id>t1</Id><Status>Enabled</Status>\
@@ -492,6 +500,7 @@ async fn snapshot(root: &S3, bucket: &str, upload: &str) -> BTreeMap<String, Str
         format!("/{bucket}?cors"),
         format!("/{bucket}?lifecycle"),
         format!("/{bucket}?tagging"),
+        format!("/{bucket}?encryption"),
         format!("/{bucket}?acl"),
         format!("/{bucket}?location"),
     ];
@@ -608,6 +617,16 @@ async fn every_operation_on_another_accounts_bucket_is_denied() {
     assert_eq!(r.status(), 200);
     let part_etag = r.headers()["etag"].to_str().unwrap().to_string();
 
+    let r = root
+        .send(
+            "PUT",
+            &format!("/{victim}?encryption"),
+            &[("content-md5", &base64_md5(VICTIM_ENCRYPTION))],
+            VICTIM_ENCRYPTION.to_vec(),
+        )
+        .await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+
     let before = snapshot(&root, &victim, &upload).await;
     let seen = |path: String| before[&path].as_str();
     let versions = seen(format!("/{victim}?versions"));
@@ -618,6 +637,11 @@ async fn every_operation_on_another_accounts_bucket_is_denied() {
     assert!(parts.contains("<PartNumber>1</PartNumber>"), "{parts}");
     let tagging = seen(format!("{doc}?tagging"));
     assert!(tagging.contains("<Key>owner</Key>"), "{tagging}");
+    let encryption = seen(format!("/{victim}?encryption"));
+    assert!(
+        encryption.contains("<BucketKeyEnabled>false</BucketKeyEnabled>"),
+        "{encryption}"
+    );
 
     // ---- a second account and its key ----
     let r = admin

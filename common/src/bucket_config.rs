@@ -4,7 +4,7 @@
 //! stored (meta stores what it is given), and one `ConfigChange` variant
 //! replaces or removes it.
 //!
-//! Adding a document (lifecycle, default encryption, ...) is a field of
+//! Adding a document (website, logging, ...) is a field of
 //! `BucketConfig`, a variant of `ConfigChange` and an arm of
 //! `BucketConfig::apply`; records written before it read it as absent.
 
@@ -30,6 +30,10 @@ pub struct BucketConfig {
     /// PutObjectLockConfiguration); present: enabled, for good.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub object_lock: Option<crate::object_lock::ObjectLockConfiguration>,
+    /// Default encryption (PutBucketEncryption): what a write that asks
+    /// for no encryption of its own gets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<BucketEncryption>,
 }
 
 impl BucketConfig {
@@ -46,6 +50,7 @@ impl BucketConfig {
             ConfigChange::Tags(tags) => self.tags = tags,
             ConfigChange::Lifecycle(lifecycle) => self.lifecycle = lifecycle,
             ConfigChange::ObjectLock(lock) => self.object_lock = Some(lock),
+            ConfigChange::Encryption(encryption) => self.encryption = encryption,
         }
     }
 }
@@ -60,6 +65,7 @@ pub enum ConfigChange {
     /// Enables Object Lock (if it was not) and sets its default
     /// retention; meta refuses it unless versioning is Enabled.
     ObjectLock(crate::object_lock::ObjectLockConfiguration),
+    Encryption(Option<BucketEncryption>),
 }
 
 /// A bucket's CORS rules, evaluated in order: the first rule that allows
@@ -128,6 +134,101 @@ impl CorsMethod {
     }
 }
 
+/// A bucket's default encryption, after S3's
+/// `ServerSideEncryptionConfiguration`
+/// (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ServerSideEncryptionConfiguration.html).
+/// S3 takes exactly one rule; the list keeps S3's shape.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct BucketEncryption {
+    pub rules: Vec<EncryptionRule>,
+}
+
+impl BucketEncryption {
+    /// The algorithm a write that asks for none is encrypted with (the
+    /// first rule's; None: a configuration without rules, which the
+    /// gateway never stores).
+    pub fn default_algorithm(&self) -> Option<SseAlgorithm> {
+        self.rules.first().map(|r| r.apply.algorithm)
+    }
+}
+
+/// One `<Rule>` of a default encryption configuration.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct EncryptionRule {
+    /// `ApplyServerSideEncryptionByDefault`.
+    pub apply: SseByDefault,
+    /// `BucketKeyEnabled` as put (None: not given; S3 answers false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket_key_enabled: Option<bool>,
+    /// `BlockedEncryptionTypes` as put (empty: not given).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked_encryption_types: Vec<EncryptionType>,
+}
+
+/// `ApplyServerSideEncryptionByDefault`: the algorithm and, for SSE-KMS,
+/// the key.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct SseByDefault {
+    pub algorithm: SseAlgorithm,
+    /// `KMSMasterKeyID`: S3 allows it with SSE-KMS only, which Godwit
+    /// does not offer, so it is never set today.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kms_master_key_id: Option<String>,
+}
+
+/// A server-side encryption algorithm a bucket default may name. Godwit
+/// has no key management service: SSE-S3 (`AES256`, OSS's `AES256` too)
+/// is the only one; S3's `aws:kms`, `aws:kms:dsse` and OSS's `KMS`,
+/// `SM4` are refused before anything is stored.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SseAlgorithm {
+    /// SSE-S3: AES-256 under keys the server manages.
+    #[default]
+    #[serde(rename = "AES256")]
+    Aes256,
+}
+
+impl SseAlgorithm {
+    /// The name S3 and OSS give it (`x-amz-server-side-encryption`,
+    /// `<SSEAlgorithm>`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SseAlgorithm::Aes256 => "AES256",
+        }
+    }
+}
+
+/// An encryption type a bucket may block for new writes (S3's
+/// `BlockedEncryptionTypes/EncryptionType`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EncryptionType {
+    /// Block nothing.
+    #[serde(rename = "NONE")]
+    None,
+    /// Server-side encryption with customer-provided keys.
+    #[serde(rename = "SSE-C")]
+    SseC,
+}
+
+impl EncryptionType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EncryptionType::None => "NONE",
+            EncryptionType::SseC => "SSE-C",
+        }
+    }
+
+    /// The type named exactly so.
+    pub fn parse(name: &str) -> Option<EncryptionType> {
+        [EncryptionType::None, EncryptionType::SseC]
+            .into_iter()
+            .find(|t| t.as_str() == name)
+    }
+}
+
 /// One bucket tag.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tag {
@@ -159,6 +260,16 @@ mod tests {
             }]),
             lifecycle: Some(LifecycleConfiguration::default()),
             object_lock: None,
+            encryption: Some(BucketEncryption {
+                rules: vec![EncryptionRule {
+                    apply: SseByDefault {
+                        algorithm: SseAlgorithm::Aes256,
+                        kms_master_key_id: None,
+                    },
+                    bucket_key_enabled: Some(false),
+                    blocked_encryption_types: vec![EncryptionType::None],
+                }],
+            }),
         }
     }
 
@@ -180,9 +291,27 @@ mod tests {
         assert_eq!(c.tags, sample().tags);
         c.apply(ConfigChange::Tags(None));
         c.apply(ConfigChange::Lifecycle(None));
+        assert!(!c.is_empty());
+        c.apply(ConfigChange::Encryption(None));
         assert!(c.is_empty());
         c.apply(ConfigChange::Cors(sample().cors));
         assert_eq!(c.cors, sample().cors);
+    }
+
+    /// A record written before default encryption existed reads it as
+    /// absent; one with it names the algorithm as S3 does.
+    #[test]
+    fn encryption_is_optional_and_names_its_algorithm() {
+        let old: BucketConfig = serde_json::from_str(r#"{"tags":[]}"#).unwrap();
+        assert_eq!(old.encryption, None);
+        let enc = sample().encryption.unwrap();
+        assert_eq!(enc.default_algorithm(), Some(SseAlgorithm::Aes256));
+        assert_eq!(BucketEncryption::default().default_algorithm(), None);
+        let json = serde_json::to_string(&enc).unwrap();
+        assert!(json.contains(r#""algorithm":"AES256""#), "{json}");
+        assert!(!json.contains("kms_master_key_id"), "{json}");
+        assert_eq!(EncryptionType::parse("SSE-C"), Some(EncryptionType::SseC));
+        assert_eq!(EncryptionType::parse("sse-c"), None);
     }
 
     #[test]

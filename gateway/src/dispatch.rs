@@ -7,8 +7,9 @@ use axum::body::Body;
 use axum::response::Response;
 
 use crate::api::{
-    access, append, attributes, bucket, bucket_tagging, copy, cors, delete_objects, lifecycle,
-    multipart, object, object_lock, post_object, symlink, tagging, ApiResult, Ctx,
+    access, append, attributes, bucket, bucket_encryption, bucket_tagging, copy, cors,
+    delete_objects, lifecycle, multipart, object, object_lock, post_object, symlink, tagging,
+    ApiResult, Ctx,
 };
 use crate::dialect::Dialect;
 use crate::error::S3Error;
@@ -198,6 +199,20 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
             oss::bucket_config::delete_bucket_tags(&ctx).await
         }
         DeleteBucketTagging => bucket_tagging::delete_bucket_tagging(&ctx).await,
+        GetBucketEncryption => Ok(render(
+            &ctx,
+            bucket_encryption::get_bucket_encryption(&ctx).await?,
+            s3::bucket::encryption,
+            oss::bucket_config::render_encryption,
+        )?),
+        PutBucketEncryption => {
+            let parse: bucket_encryption::EncryptionParser = match ctx.dialect {
+                Dialect::S3 => crate::xml::encryption::parse_encryption,
+                Dialect::Oss => oss::bucket_config::parse_encryption,
+            };
+            bucket_encryption::put_bucket_encryption(&ctx, body, parse).await
+        }
+        DeleteBucketEncryption => bucket_encryption::delete_bucket_encryption(&ctx).await,
         GetObjectLockConfiguration => object_lock::get_lock_configuration(&ctx).await,
         PutObjectLockConfiguration => object_lock::put_lock_configuration(&ctx, body).await,
         GetObjectRetention => object_lock::get_retention(&ctx).await,
@@ -215,9 +230,6 @@ pub async fn dispatch(ctx: Ctx, ep: Endpoint, body: Body) -> ApiResult {
         | PutBucketAnalyticsConfiguration
         | DeleteBucketAnalyticsConfiguration
         | ListBucketAnalyticsConfigurations
-        | GetBucketEncryption
-        | PutBucketEncryption
-        | DeleteBucketEncryption
         | GetBucketIntelligentTieringConfiguration
         | PutBucketIntelligentTieringConfiguration
         | DeleteBucketIntelligentTieringConfiguration

@@ -166,6 +166,10 @@ pub enum S3Error {
     /// GetBucketTagging on a bucket without tags.
     #[error("The TagSet does not exist")]
     NoSuchTagSet,
+    /// GetBucketEncryption on a bucket without default encryption (OSS:
+    /// NoSuchServerSideEncryptionRule).
+    #[error("The server side encryption configuration was not found")]
+    ServerSideEncryptionConfigurationNotFoundError,
     /// OSS: `x-oss-forbid-overwrite: true` and the key exists.
     #[error("The object you specified already exists and can not be overwritten.")]
     FileAlreadyExists,
@@ -298,6 +302,9 @@ impl S3Error {
             NoSuchLifecycleConfiguration => "NoSuchLifecycleConfiguration",
             InvalidStorageClass => "InvalidStorageClass",
             NoSuchTagSet => "NoSuchTagSet",
+            ServerSideEncryptionConfigurationNotFoundError => {
+                "ServerSideEncryptionConfigurationNotFoundError"
+            }
             FileAlreadyExists => "FileAlreadyExists",
             InvalidObjectState(_) => "InvalidObjectState",
             MissingArgument(_) => "MissingArgument",
@@ -383,6 +390,7 @@ impl S3Error {
             | NoSuchCORSConfiguration
             | NoSuchLifecycleConfiguration
             | NoSuchTagSet
+            | ServerSideEncryptionConfigurationNotFoundError
             | NoSuchReplicationConfiguration
             | SymlinkTargetNotExist
             | ObjectLockConfigurationNotFoundError

@@ -18,6 +18,7 @@ pub mod append;
 pub mod attributes;
 pub mod bucket;
 pub mod bucket_cache;
+pub mod bucket_encryption;
 pub mod bucket_tagging;
 pub mod conditions;
 pub mod copy;

@@ -113,8 +113,11 @@ pub async fn for_write(ctx: &Ctx) -> Result<Option<Requested>, S3Error> {
 
 /// The bucket's default encryption (PutBucketEncryption).
 async fn bucket_default(ctx: &Ctx) -> Result<Option<Requested>, S3Error> {
-    let _bucket = ctx.gw.buckets.get(ctx.bucket()).await?;
-    Ok(None) // MERGE: bucket.config.encryption
+    let bucket = ctx.gw.buckets.get(ctx.bucket()).await?;
+    let by_default = bucket.config.encryption.as_ref();
+    Ok(by_default
+        .and_then(|e| e.default_algorithm())
+        .map(|_| Requested::S3))
 }
 
 /// The key ring, or the error a server without one answers.

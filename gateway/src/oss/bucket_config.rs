@@ -1,5 +1,6 @@
-//! The OSS dialect's bucket CORS rules and bucket tags: the same stored
-//! documents as S3's (`BucketConfig`), with OSS's limits and answers.
+//! The OSS dialect's bucket CORS rules, bucket tags and default
+//! encryption: the same stored documents as S3's (`BucketConfig`), with
+//! OSS's limits and answers.
 //!
 //! - PutBucketCors takes at most 10 rules, no `ID`, and a root
 //!   `ResponseVary`; refused values are InvalidArgument. GetBucketCors
@@ -9,9 +10,16 @@
 //!   values of up to 128, and no key under OSS's reserved prefixes.
 //!   GetBucketTags of a bucket without tags answers an empty set, and
 //!   DeleteBucketTags `?tagging=k1,k2` removes only the keys named.
+//! - PutBucketEncryption takes one `<ServerSideEncryptionRule>`; AES256
+//!   is stored (with an empty `KMSMasterKeyID`, as OSS's own example
+//!   sends it), KMS and SM4 are refused with InvalidArgument (no key
+//!   management service, no SM4 cipher). GetBucketEncryption of a bucket
+//!   without a rule is NoSuchServerSideEncryptionRule (`oss::error`).
 
 use axum::response::Response;
-use godwit_common::bucket_config::{ConfigChange, CorsConfiguration, Tag};
+use godwit_common::bucket_config::{
+    BucketEncryption, ConfigChange, CorsConfiguration, EncryptionRule, SseByDefault, Tag,
+};
 use http::StatusCode;
 use serde::Serialize;
 
@@ -19,7 +27,9 @@ use crate::api::bucket::change_config;
 use crate::api::{empty_response, xml_response, ApiResult, Ctx};
 use crate::error::S3Error;
 use crate::xml::cors::CorsSchema;
+use crate::xml::encryption::KMS_UNAVAILABLE;
 use crate::xml::render;
+use crate::xml::tree::{self, Element};
 
 /// OSS's CORS document (PutBucketCors in OSS's API reference).
 pub const OSS_CORS: CorsSchema = CorsSchema {
@@ -154,10 +164,109 @@ pub async fn delete_bucket_tags(ctx: &Ctx) -> ApiResult {
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
+// ---- default encryption ----
+
+/// OSS's refusal of SM4, which OSS offers and Godwit does not.
+const SM4_UNAVAILABLE: &str =
+    "Server-side encryption with SM4 is not available on this server. Use AES256.";
+
+/// Reads and checks OSS's `<ServerSideEncryptionRule>`
+/// (https://help.aliyun.com/en/oss/developer-reference/putbucketencryption):
+/// one `ApplyServerSideEncryptionByDefault` with an `SSEAlgorithm`, and
+/// a `KMSMasterKeyID` and `KMSDataEncryption` that only KMS may fill.
+/// Structure errors are MalformedXML; values OSS refuses, InvalidArgument.
+pub fn parse_encryption(body: &[u8]) -> Result<BucketEncryption, S3Error> {
+    let root = tree::parse(body)?;
+    if root.name != "ServerSideEncryptionRule" || !root.blank() {
+        return Err(S3Error::MalformedXML);
+    }
+    let [by_default] = root.children.as_slice() else {
+        return Err(S3Error::MalformedXML);
+    };
+    if by_default.name != "ApplyServerSideEncryptionByDefault" || !by_default.blank() {
+        return Err(S3Error::MalformedXML);
+    }
+    let [algorithm, key, data] = read_default(by_default)?;
+    let algorithm = algorithm.ok_or(S3Error::MalformedXML)?;
+    let invalid = |m: &str| Err(S3Error::InvalidArgument(m.into()));
+    match algorithm.as_str() {
+        "AES256" => {}
+        "KMS" => return invalid(KMS_UNAVAILABLE),
+        "SM4" => return invalid(SM4_UNAVAILABLE),
+        // https://help.aliyun.com/en/oss/user-guide/0005-00000003
+        _ => return invalid("The server-side encryption type is not supported."),
+    }
+    // https://help.aliyun.com/en/oss/user-guide/0005-00000204
+    if key.is_some_and(|k| !k.is_empty()) {
+        return invalid("KMSMasterKeyID is not applicable if the default sse algorithm is not KMS");
+    }
+    if data.is_some_and(|d| !d.is_empty()) {
+        return invalid(
+            "KMSDataEncryption is not applicable if the default sse algorithm is not KMS",
+        );
+    }
+    Ok(BucketEncryption {
+        rules: vec![EncryptionRule {
+            apply: SseByDefault::default(),
+            bucket_key_enabled: None,
+            blocked_encryption_types: Vec::new(),
+        }],
+    })
+}
+
+/// `SSEAlgorithm`, `KMSMasterKeyID` and `KMSDataEncryption`, trimmed,
+/// each at most once; any other element is MalformedXML.
+fn read_default(e: &Element) -> Result<[Option<String>; 3], S3Error> {
+    let mut out: [Option<String>; 3] = Default::default();
+    for child in &e.children {
+        let slot = match child.name.as_str() {
+            "SSEAlgorithm" => 0,
+            "KMSMasterKeyID" => 1,
+            "KMSDataEncryption" => 2,
+            _ => return Err(S3Error::MalformedXML),
+        };
+        if out[slot].is_some() {
+            return Err(S3Error::MalformedXML);
+        }
+        out[slot] = Some(child.leaf_text()?.trim().to_string());
+    }
+    Ok(out)
+}
+
+#[derive(Serialize)]
+struct EncryptionOut {
+    #[serde(rename = "ApplyServerSideEncryptionByDefault")]
+    by_default: EncryptionDefaultOut,
+}
+
+/// OSS answers `KMSMasterKeyID` only for KMS with a key, which Godwit
+/// never stores.
+#[derive(Serialize)]
+struct EncryptionDefaultOut {
+    #[serde(rename = "SSEAlgorithm")]
+    algorithm: &'static str,
+}
+
+/// The GetBucketEncryption document of OSS (its first rule; OSS has one).
+pub fn render_encryption(cfg: BucketEncryption) -> Result<Response, S3Error> {
+    let algorithm = cfg
+        .default_algorithm()
+        .ok_or(S3Error::ServerSideEncryptionConfigurationNotFoundError)?;
+    let doc = EncryptionOut {
+        by_default: EncryptionDefaultOut {
+            algorithm: algorithm.as_str(),
+        },
+    };
+    Ok(xml_response(
+        StatusCode::OK,
+        render("ServerSideEncryptionRule", &doc)?,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use godwit_common::bucket_config::{CorsMethod, CorsRule};
+    use godwit_common::bucket_config::{CorsMethod, CorsRule, SseAlgorithm};
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         list.iter()
@@ -229,5 +338,89 @@ mod tests {
                     <ResponseVary>true</ResponseVary></CORSConfiguration>";
         let parsed = crate::xml::cors::parse_cors(sent.as_bytes(), &OSS_CORS).unwrap();
         assert_eq!(parsed.response_vary, Some(true));
+    }
+
+    fn oss_rule(inner: &str) -> String {
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ServerSideEncryptionRule>\
+             <ApplyServerSideEncryptionByDefault>{inner}</ApplyServerSideEncryptionByDefault>\
+             </ServerSideEncryptionRule>"
+        )
+    }
+
+    fn invalid_argument(r: Result<BucketEncryption, S3Error>) -> String {
+        match r {
+            Err(S3Error::InvalidArgument(m)) => m,
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn oss_encryption_rule_takes_aes256_only() {
+        // As OSS's example and oss2 send it.
+        for inner in [
+            "<SSEAlgorithm>AES256</SSEAlgorithm><KMSMasterKeyID></KMSMasterKeyID>",
+            "<SSEAlgorithm>AES256</SSEAlgorithm>",
+            "<SSEAlgorithm>AES256</SSEAlgorithm><KMSMasterKeyID/><KMSDataEncryption/>",
+        ] {
+            let cfg = parse_encryption(oss_rule(inner).as_bytes()).unwrap();
+            assert_eq!(
+                cfg.default_algorithm(),
+                Some(SseAlgorithm::Aes256),
+                "{inner}"
+            );
+        }
+        assert_eq!(
+            invalid_argument(parse_encryption(
+                oss_rule("<SSEAlgorithm>KMS</SSEAlgorithm><KMSMasterKeyID>k</KMSMasterKeyID>")
+                    .as_bytes()
+            )),
+            KMS_UNAVAILABLE
+        );
+        assert_eq!(
+            invalid_argument(parse_encryption(
+                oss_rule("<SSEAlgorithm>SM4</SSEAlgorithm>").as_bytes()
+            )),
+            SM4_UNAVAILABLE
+        );
+        for inner in [
+            "<SSEAlgorithm>DES</SSEAlgorithm>",
+            "<SSEAlgorithm>aws:kms</SSEAlgorithm>",
+            "<SSEAlgorithm>AES256</SSEAlgorithm><KMSMasterKeyID>k</KMSMasterKeyID>",
+            "<SSEAlgorithm>AES256</SSEAlgorithm><KMSDataEncryption>SM4</KMSDataEncryption>",
+        ] {
+            invalid_argument(parse_encryption(oss_rule(inner).as_bytes()));
+        }
+        for body in [
+            oss_rule(""),
+            oss_rule("<KMSMasterKeyID/>"),
+            oss_rule("<SSEAlgorithm>AES256</SSEAlgorithm><SSEAlgorithm>AES256</SSEAlgorithm>"),
+            oss_rule("<SSEAlgorithm>AES256</SSEAlgorithm><Other/>"),
+            "<ServerSideEncryptionRule/>".into(),
+            "<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>\
+             <SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule>\
+             </ServerSideEncryptionConfiguration>"
+                .into(),
+        ] {
+            assert!(
+                matches!(
+                    parse_encryption(body.as_bytes()),
+                    Err(S3Error::MalformedXML)
+                ),
+                "{body}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn oss_encryption_document_has_the_algorithm_and_no_namespace() {
+        let cfg =
+            parse_encryption(oss_rule("<SSEAlgorithm>AES256</SSEAlgorithm>").as_bytes()).unwrap();
+        let resp = render_encryption(cfg).unwrap();
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        assert_eq!(text, oss_rule("<SSEAlgorithm>AES256</SSEAlgorithm>"));
     }
 }

@@ -46,6 +46,8 @@ pub fn code(err: &S3Error) -> &'static str {
         InvalidObjectState(_) => "OperationNotSupported",
         // GetBucketLifecycle of a bucket without rules.
         NoSuchLifecycleConfiguration => "NoSuchLifecycle",
+        // GetBucketEncryption of a bucket without a rule.
+        ServerSideEncryptionConfigurationNotFoundError => "NoSuchServerSideEncryptionRule",
         other => other.code(),
     }
 }
@@ -75,6 +77,9 @@ pub fn ec(err: &S3Error) -> &'static str {
         S3Error::AccessDenied(_) => "0003-00000001",
         // GetBucketCors of a bucket without CORS rules.
         S3Error::NoSuchCORSConfiguration => "0034-00000001",
+        // GetBucketEncryption of a bucket without a rule
+        // (https://help.aliyun.com/en/oss/user-guide/0005-00000004).
+        S3Error::ServerSideEncryptionConfigurationNotFoundError => "0005-00000004",
         // RestoreObject on a Standard or IA object.
         S3Error::InvalidObjectState(_) => "0016-00000702",
         // GET or HEAD of a symlink whose target is missing.

@@ -199,6 +199,14 @@ pub async fn get_bucket_info(ctx: &Ctx) -> ApiResult {
                     grant: crate::acl::oss_name(bucket.access.acl.as_ref(), false),
                 },
                 comment: String::new(),
+                encryption: EncryptionSummary {
+                    algorithm: bucket
+                        .config
+                        .encryption
+                        .as_ref()
+                        .and_then(|e| e.default_algorithm())
+                        .map_or("None", |a| a.as_str()),
+                },
             },
         },
     )?)

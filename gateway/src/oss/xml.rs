@@ -130,6 +130,16 @@ pub struct BucketDetail {
     pub acl: AccessControlList,
     #[serde(rename = "Comment")]
     pub comment: String,
+    #[serde(rename = "ServerSideEncryptionRule")]
+    pub encryption: EncryptionSummary,
+}
+
+/// GetBucketInfo's summary of the default encryption.
+#[derive(Serialize, Debug)]
+pub struct EncryptionSummary {
+    /// The algorithm, or `None` (OSS's word) without a rule.
+    #[serde(rename = "SSEAlgorithm")]
+    pub algorithm: &'static str,
 }
 
 #[derive(Serialize, Debug)]

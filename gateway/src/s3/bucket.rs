@@ -1,13 +1,16 @@
-//! The S3 documents of ListBuckets, GetBucketLocation, GetBucketCors and
-//! GetBucketTagging, from the typed results of `api::bucket`,
-//! `api::cors` and `api::bucket_tagging`, and ListBuckets' paging
+//! The S3 documents of ListBuckets, GetBucketLocation, GetBucketCors,
+//! GetBucketTagging and GetBucketEncryption, from the typed results of
+//! `api::bucket`, `api::cors`, `api::bucket_tagging` and
+//! `api::bucket_encryption`, and ListBuckets' paging
 //! parameters (`max-buckets`, `continuation-token`, `prefix`,
 //! `bucket-region`).
 
 use axum::response::Response;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as TOKEN_B64;
 use base64::Engine;
-use godwit_common::bucket_config::{CorsConfiguration, LifecycleConfiguration, Tag};
+use godwit_common::bucket_config::{
+    BucketEncryption, CorsConfiguration, LifecycleConfiguration, Tag,
+};
 use http::StatusCode;
 
 use crate::api::bucket::{BucketList, BucketLocation, BucketsQuery, US_EAST_1};
@@ -134,6 +137,14 @@ pub fn tagging(tags: Option<Vec<Tag>>) -> Result<Response, S3Error> {
     Ok(xml_response(
         StatusCode::OK,
         crate::xml::tagging::render_tag_list(&tags)?,
+    ))
+}
+
+/// GetBucketEncryption.
+pub fn encryption(cfg: BucketEncryption) -> Result<Response, S3Error> {
+    Ok(xml_response(
+        StatusCode::OK,
+        crate::xml::encryption::render_encryption(&cfg)?,
     ))
 }
 

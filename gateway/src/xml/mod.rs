@@ -3,6 +3,7 @@
 //! them); error bodies do not.
 
 pub mod cors;
+pub mod encryption;
 pub mod lifecycle;
 pub mod replication;
 pub mod requests;
