@@ -305,3 +305,73 @@ async fn oss_signers_are_accepted_and_answered_in_the_oss_dialect() {
     h.shutdown.cancel();
     h.stopped.await.unwrap().unwrap();
 }
+
+/// `x-amz-server-side-encryption` of a stored object, by a signed HEAD.
+async fn sse_of(h: &ServerHandle, bucket: &str, key: &str) -> Option<String> {
+    use godwit_common::net::s3_remote::{Body, ClientOptions, RemoteClient};
+    use godwit_common::replication::RemoteInfo;
+    let info = RemoteInfo {
+        name: "check".into(),
+        endpoint: format!("http://{}", h.s3_addr),
+        access_key: h.root.access_key_id.clone(),
+        secret_key: h.root.secret_access_key.clone(),
+        region: "us-east-1".into(),
+        bandwidth_limit: None,
+        ca_pem: None,
+    };
+    let client = RemoteClient::with_options(&info, &ClientOptions::default()).unwrap();
+    let resp = client
+        .send(
+            http::Method::HEAD,
+            &format!("/{bucket}/{key}"),
+            &[],
+            Body::Empty,
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "HEAD {bucket}/{key}");
+    resp.headers()
+        .get("x-amz-server-side-encryption")
+        .map(|v| v.to_str().unwrap().to_string())
+}
+
+/// `--sse` asks for SSE-S3 on every PUT, the prepare phase's too: a GET
+/// run then reads encrypted objects, and one without stores them in the
+/// clear.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_sse_puts_encrypted_objects_that_gets_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = start(dir.path()).await;
+    for (sse, prefix) in [(true, "sse/"), (false, "plain/")] {
+        let mut extra = vec![
+            "--op",
+            "get",
+            "--size",
+            "1MiB",
+            "--objects",
+            "2",
+            "--count",
+            "6",
+            "--prefix",
+            prefix,
+        ];
+        if sse {
+            extra.push("--sse");
+        }
+        let s = bench(&h, &extra).await;
+        assert_eq!(s.sse, sse);
+        assert_eq!(only(&s, "GET").bytes, 6 << 20);
+        let got = sse_of(&h, "bench-e2e", &format!("{prefix}obj-00000001")).await;
+        assert_eq!(got.as_deref(), sse.then_some("AES256"), "--sse {sse}");
+    }
+    // The header is AWS's: an OSS signer refuses it.
+    let args = bench_args(
+        &h,
+        &h.root.secret_access_key,
+        &["--signer", "oss-v1", "--sse", "--count", "1"],
+    );
+    assert!(execute(&args, false).await.is_err());
+
+    h.shutdown.cancel();
+    h.stopped.await.unwrap().unwrap();
+}

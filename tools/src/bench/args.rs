@@ -55,6 +55,12 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = ChecksumHeader::None)]
     pub checksum: ChecksumHeader,
 
+    /// Ask for SSE-S3 on every PUT (`x-amz-server-side-encryption:
+    /// AES256`), the prepare phase's too, so that GETs read encrypted
+    /// objects; with --signer aws-v4 only.
+    #[arg(long)]
+    pub sse: bool,
+
     /// Region used in the SigV4 (and OSS V4) scope.
     #[arg(long, default_value = "us-east-1")]
     pub region: String,

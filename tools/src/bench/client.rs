@@ -122,6 +122,7 @@ pub struct S3Client {
     remote: RemoteClient,
     signer: Signer,
     checksum: ChecksumHeader,
+    sse: bool,
 }
 
 impl S3Client {
@@ -156,6 +157,7 @@ impl S3Client {
             remote,
             signer: Signer::AwsV4,
             checksum: ChecksumHeader::None,
+            sse: false,
         })
     }
 
@@ -175,6 +177,13 @@ impl S3Client {
     /// carry its CRCs (`Payload::with_crcs`).
     pub fn with_checksum(mut self, checksum: ChecksumHeader) -> S3Client {
         self.checksum = checksum;
+        self
+    }
+
+    /// Asks for SSE-S3 on every PUT when `sse` (the data is encrypted at
+    /// rest, and decrypted on every GET).
+    pub fn with_sse(mut self, sse: bool) -> S3Client {
+        self.sse = sse;
         self
     }
 
@@ -207,6 +216,9 @@ impl S3Client {
                 "x-amz-checksum-crc32c".to_string(),
                 base64::engine::general_purpose::STANDARD.encode(crc.crc32c.to_be_bytes()),
             ));
+        }
+        if self.sse {
+            extra.push(("x-amz-server-side-encryption".into(), "AES256".into()));
         }
         // The hash of a signed payload was computed once for the run.
         let body = Body::Stream {

@@ -26,6 +26,8 @@ pub struct Summary {
     pub signer: String,
     /// `--checksum`: `none` or `crc32c`.
     pub checksum: String,
+    /// `--sse`: PUTs asked for SSE-S3.
+    pub sse: bool,
     pub elapsed_secs: f64,
     pub operations: Vec<OpSummary>,
     /// All operations together; present when more than one kind ran.
@@ -162,7 +164,7 @@ impl Summary {
             }
         }
         let mut out = format!(
-            "{} of {} with {} in flight against {}/{}/{} (payload {}, signer {}, checksum {}), {:.2}s\n",
+            "{} of {} with {} in flight against {}/{}/{} (payload {}, signer {}, checksum {}{}), {:.2}s\n",
             self.workload,
             format_size(self.object_size),
             self.concurrency,
@@ -172,6 +174,7 @@ impl Summary {
             self.payload,
             self.signer,
             self.checksum,
+            if self.sse { ", SSE-S3" } else { "" },
             self.elapsed_secs
         );
         out.push_str(&table.to_string());
@@ -223,6 +226,7 @@ mod tests {
             payload: "unsigned".into(),
             signer: "aws-v4".into(),
             checksum: "none".into(),
+            sse: false,
             elapsed_secs: 2.0,
             operations,
             total,

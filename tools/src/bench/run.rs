@@ -163,6 +163,9 @@ pub async fn execute(args: &BenchArgs, print: bool) -> anyhow::Result<Summary> {
     if args.checksum != ChecksumHeader::None && args.signer.is_oss() {
         bail!("--checksum is an AWS header; OSS clients send none (the server returns x-oss-hash-crc64ecma)");
     }
+    if args.sse && args.signer.is_oss() {
+        bail!("--sse sends the AWS header x-amz-server-side-encryption; use --signer aws-v4");
+    }
     let (access_key, secret_key) = credentials(args)?;
     let concurrency = args.concurrency as usize;
     let client = Arc::new(
@@ -174,7 +177,8 @@ pub async fn execute(args: &BenchArgs, print: bool) -> anyhow::Result<Summary> {
             concurrency,
         )?
         .with_signer(args.signer)
-        .with_checksum(args.checksum),
+        .with_checksum(args.checksum)
+        .with_sse(args.sse),
     );
 
     let created_bucket = ensure_bucket(&client, &args.bucket).await?;
@@ -233,6 +237,7 @@ pub async fn execute(args: &BenchArgs, print: bool) -> anyhow::Result<Summary> {
         endpoint: endpoint.to_string(),
         signer: args.signer.as_str().to_string(),
         checksum: format!("{:?}", args.checksum).to_ascii_lowercase(),
+        sse: args.sse,
         bucket: args.bucket.clone(),
         prefix: args.prefix.clone(),
         workload: shared.plan.workload_name.clone(),
