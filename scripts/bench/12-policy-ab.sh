@@ -12,8 +12,16 @@
 # the bucket order rotating from round to round so that drift favours
 # none. Per run: ops/s, p50, p99, errors, server CPU per request.
 #
+# COUNT=N: each run is exactly N requests instead of DUR, and the server's
+# user-space instructions over the run are counted (`perf stat -e
+# instructions:u -p <server>`, every thread of the server): instructions
+# per request, a figure a shared, noisy machine barely moves, where ops/s
+# and CPU time swing with whatever else runs.
+#
 #   scripts/bench/12-policy-ab.sh            # GODWIT=/var/tmp/godwit-target/release/godwit
+#   COUNT=20000 ROUNDS=3 scripts/bench/12-policy-ab.sh
 DUR=${DUR:-10s}
+COUNT=${COUNT:-}
 SIZE=${SIZE:-4KiB}
 OUT=${OUT:-/var/tmp/godwit-bench-results/policy-ab}
 source "$(dirname "$0")/lib.sh"
@@ -70,19 +78,42 @@ for b, tags in (("pol-none", None), ("pol-20", False), ("pol-tags", True)):
         s3.put_bucket_policy(Bucket=b, Policy=json.dumps(statements(b, tags)))
 PY
 
-printf 'round\top\tbucket\tops\tops_per_s\tp50_us\tp99_us\terrors\tserver_cpu_us_per_req\tother_cores\n' >"$TSV"
+printf 'round\top\tbucket\tops\tops_per_s\tp50_us\tp99_us\terrors\tserver_cpu_us_per_req\tother_cores\tserver_insns_per_req\n' >"$TSV"
+# perf_start NAME / perf_stop NAME: counts the server's user-space
+# instructions between the two (COUNT mode only); perf_stop prints them.
+PERF_PID=
+perf_start() {
+  [ -n "$COUNT" ] || return 0
+  perf stat -e instructions:u -x, -o "$OUT/$1.perf" -p "$SERVER_PID" &
+  PERF_PID=$!
+  # Until perf has opened its counters on the server.
+  for _ in $(seq 100); do
+    ls -l "/proc/$PERF_PID/fd" 2>/dev/null | grep -q 'perf_event' && break
+    sleep 0.05
+  done
+}
+perf_stop() {
+  [ -n "$COUNT" ] || { echo 0; return 0; }
+  kill -INT "$PERF_PID"
+  wait "$PERF_PID" 2>/dev/null || true
+  awk -F, '$3 ~ /^instructions/ { print $1 }' "$OUT/$1.perf"
+}
+if [ -n "$COUNT" ]; then RUN=(--count "$COUNT"); else RUN=(--duration "$DUR"); fi
 measure() {
   local round=$1 b=$2 op=$3
   shift 3
-  local name="policy-r$round-$op-$b" s0 s1 other
+  local name="policy-r$round-$op-$b" s0 s1 other insns
+  perf_start "$name"
   s0=$(server_ticks)
   gbench "$name" --access-key "$AK" --secret-key "$SK" --bucket "$b" --op "$op" \
-    --size "$SIZE" --concurrency "$CONC" --duration "$DUR" "$@"
+    --size "$SIZE" --concurrency "$CONC" "${RUN[@]}" "$@"
   s1=$(server_ticks)
+  insns=$(perf_stop "$name")
   other=$(sed -n 's/.*other \([0-9.-]*\).*/\1/p' "$OUT/$name.load")
   jq -r --arg r "$round" --arg b "$b" --argjson t $((s1 - s0)) --argjson hz "$HZ" --arg o "$other" \
+    --argjson i "${insns:-0}" \
     '.operations[0] | [$r, .operation, $b, .ops, (.ops_per_sec | floor), .latency_us.p50,
-     .latency_us.p99, .errors, ($t / $hz / .ops * 1e6 | floor), $o] | @tsv' \
+     .latency_us.p99, .errors, ($t / $hz / .ops * 1e6 | floor), $o, ($i / .ops | floor)] | @tsv' \
     "$OUT/$name.json" >>"$TSV"
 }
 
@@ -100,12 +131,14 @@ for round in $(seq "$ROUNDS"); do
   for b in $order; do measure "$round" "$b" get --objects "$OBJECTS" --no-prepare --prefix small/; done
 done
 
-log "=== medians (ops/s; server CPU us/request)"
+log "=== medians (ops/s; server CPU us/request; server instructions/request in COUNT mode)"
 for op in put get; do
   for b in pol-none pol-20 pol-tags; do
-    awk -F'\t' -v op="$op" -v b="$b" 'tolower($2) == op && $3 == b { print $5, $9 }' "$TSV" | sort -n |
-      awk -v op="$op" -v b="$b" '{ o[NR] = $1; c[NR] = $2 } END {
-        m = int((NR + 1) / 2); printf "%s %-9s ops/s median %s (min %s, max %s)  cpu us/req %s\n",
-        op, b, o[m], o[1], o[NR], c[m] }'
+    rows() { awk -F'\t' -v op="$op" -v b="$b" -v c="$1" 'tolower($2) == op && $3 == b { print $c }' "$TSV" | sort -n; }
+    insns=$(rows 11 | awk '{ i[NR] = $1 } END { if (i[NR] > 0)
+      printf "  insns/req median %s (min %s, max %s)", i[int((NR + 1) / 2)], i[1], i[NR] }')
+    paste <(rows 5) <(rows 9) | awk -v op="$op" -v b="$b" -v i="$insns" '{ o[NR] = $1; c[NR] = $2 } END {
+        m = int((NR + 1) / 2); printf "%s %-9s ops/s median %s (min %s, max %s)  cpu us/req %s%s\n",
+        op, b, o[m], o[1], o[NR], c[m], i }'
   done
 done | tee "$OUT/policy-ab-summary.txt"
