@@ -261,8 +261,16 @@ async fn check_as(
         return Ok(());
     }
     if let Some(text) = &info.policy {
-        let policy = gw.policies.get(bucket, &info, text)?;
-        let context = context(gw, a, target, &policy).await?;
+        let policy = &gw.policies.get(bucket, &info, text)?.policy;
+        // The owner of a bucket without ACLs is granted whatever no Deny
+        // refuses (below): an Allow would add nothing, so only the Deny
+        // statements are walked, and only their keys computed.
+        let deny_only = owner && grantors == Grantors::All && !info.access.acls_enabled();
+        let keys = match deny_only {
+            true => policy.deny_keys(),
+            false => policy.keys(),
+        };
+        let context = context(gw, a, target, keys).await?;
         let principal = match is_anonymous(a.caller) {
             true => Principal::Anonymous,
             false => Principal::Account { id: &a.caller.id },
@@ -273,13 +281,19 @@ async fn check_as(
             resource,
             context: &context,
         };
-        match policy.policy.evaluate(&request) {
+        if deny_only {
+            return match policy.denies(&request) {
+                true => Err(denied()),
+                false => Ok(()),
+            };
+        }
+        match policy.evaluate(&request) {
             Decision::Deny => return Err(denied()),
             // RestrictPublicBuckets: a public policy grants only the
             // owner's account.
             Decision::Allow
                 if !(info.access.block().restrict_public_buckets
-                    && policy.policy.is_public()
+                    && policy.is_public()
                     && !owner) =>
             {
                 return Ok(())
@@ -407,16 +421,16 @@ async fn owns(gw: &Gateway, bucket: &BucketInfo, caller: &Account) -> Result<boo
     }
 }
 
-/// The request's values of the condition keys the policy tests, in the
-/// order of `Policy::keys` (`policy::Context`): no other key is computed,
-/// and a key the request does not have gets no value.
+/// The request's values of `keys` (the policy's condition keys, or the
+/// head of them that its Deny statements test), in their order
+/// (`policy::Context`): no other key is computed, and a key the request
+/// does not have gets no value.
 async fn context<'r>(
     gw: &Gateway,
     a: &'r Access<'_>,
     target: &'r Target<'_>,
-    policy: &Parsed,
+    keys: &[String],
 ) -> Result<Vec<Vec<Cow<'r, str>>>, S3Error> {
-    let keys = policy.policy.keys();
     let mut c = Vec::with_capacity(keys.len());
     if keys.is_empty() {
         return Ok(c);

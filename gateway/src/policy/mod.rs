@@ -54,8 +54,12 @@ pub struct Policy {
     statements: Vec<Statement>,
     /// How many of `statements` are Deny statements.
     denies: usize,
-    /// The condition keys the statements test, each once, lower-case.
+    /// The condition keys the statements test, each once, lower-case,
+    /// in the order the statements first test them: the Deny statements'
+    /// keys come first.
     keys: Vec<String>,
+    /// How many of `keys` the Deny statements test.
+    deny_keys: usize,
 }
 
 /// The request's values of a policy's condition keys, in the order of
@@ -181,19 +185,29 @@ impl Policy {
         let denies = statements.len();
         statements.extend(allows);
         let mut keys: Vec<String> = Vec::new();
-        for condition in statements.iter_mut().flat_map(|s| s.conditions_mut()) {
-            condition.slot = match keys.iter().position(|k| k == condition.key()) {
-                Some(slot) => slot,
-                None => {
-                    keys.push(condition.key().to_string());
-                    keys.len() - 1
-                }
-            };
+        let mut deny_keys = 0;
+        for (i, statement) in statements.iter_mut().enumerate() {
+            if i == denies {
+                deny_keys = keys.len();
+            }
+            for condition in statement.conditions_mut() {
+                condition.slot = match keys.iter().position(|k| k == condition.key()) {
+                    Some(slot) => slot,
+                    None => {
+                        keys.push(condition.key().to_string());
+                        keys.len() - 1
+                    }
+                };
+            }
+        }
+        if denies == statements.len() {
+            deny_keys = keys.len();
         }
         Ok(Policy {
             statements,
             denies,
             keys,
+            deny_keys,
         })
     }
 
@@ -218,6 +232,12 @@ impl Policy {
         &self.keys
     }
 
+    /// The keys the Deny statements test: the head of [`Policy::keys`],
+    /// all the context [`Policy::denies`] reads.
+    pub fn deny_keys(&self) -> &[String] {
+        &self.keys[..self.deny_keys]
+    }
+
     /// Evaluates one request: an applying Deny wins, then an applying
     /// Allow, else NotApplicable.
     pub fn evaluate(&self, req: &Request<'_>) -> Decision {
@@ -233,7 +253,8 @@ impl Policy {
 
     /// Whether a Deny statement applies to the request: all a caller
     /// needs when an Allow would grant nothing more (the bucket owner's
-    /// own requests, where ACLs are disabled).
+    /// own requests, where ACLs are disabled). The request's context
+    /// needs only the values of [`Policy::deny_keys`].
     pub fn denies(&self, req: &Request<'_>) -> bool {
         self.statements[..self.denies]
             .iter()
