@@ -5,8 +5,12 @@
 # public grants whose IP conditions are evaluated and do not match, and
 # Deny statements on a User-Agent that is never sent), and `pol-tags` (the
 # same with s3:ExistingObjectTag conditions, which cost a meta read per
-# object request). Every request of the owner runs the whole policy
-# (an explicit Deny would bind the owner too).
+# object request). The owner's requests walk the policy's Deny statements
+# (an explicit Deny binds the owner too; an Allow grants it nothing more,
+# the buckets having no ACLs). A second account, "other", is granted
+# `pol-20` by the last statement of its policy: its requests (`pol-20/other`
+# rows) walk all 20 statements, the 8 IP conditions included, before the
+# grant is found.
 #
 # ROUNDS interleaved rounds; each round runs PUT then GET on each bucket,
 # the bucket order rotating from round to round so that drift favours
@@ -41,9 +45,14 @@ admin account create bench >"$OUT/account.json"
 admin key create --name bench --account bench >"$OUT/key.json"
 AK=$(jq -r .access_key_id "$OUT/key.json")
 SK=$(jq -r .secret_access_key "$OUT/key.json")
+admin account create other >"$OUT/other-account.json"
+admin key create --name other --account other >"$OUT/other-key.json"
+OTHER_ID=$(jq -r .id "$OUT/other-account.json")
+OTHER_AK=$(jq -r .access_key_id "$OUT/other-key.json")
+OTHER_SK=$(jq -r .secret_access_key "$OUT/other-key.json")
 
 # The buckets and their policies, made as the account (boto3).
-AK=$AK SK=$SK E=$E "$VENV/bin/python" - <<'PY'
+AK=$AK SK=$SK E=$E OTHER_ID=$OTHER_ID "$VENV/bin/python" - <<'PY'
 import json, os
 import boto3
 from botocore.config import Config
@@ -54,7 +63,7 @@ s3 = boto3.client("s3", endpoint_url=os.environ["E"], aws_access_key_id=os.envir
 def statements(bucket, tags):
     arn = f"arn:aws:s3:::{bucket}"
     out = []
-    for i in range(10):  # grants to other accounts: principal does not match
+    for i in range(9):  # grants to other accounts: principal does not match
         out.append({"Sid": f"acct{i}", "Effect": "Allow",
                     "Principal": {"AWS": f"{i:064x}"},
                     "Action": ["s3:GetObject", "s3:PutObject"], "Resource": f"{arn}/*"})
@@ -68,6 +77,11 @@ def statements(bucket, tags):
         out.append({"Sid": f"deny{i}", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
                     "Resource": [arn, f"{arn}/*"],
                     "Condition": {"StringEquals": {"aws:UserAgent": f"evil-bot-{i}"}}})
+    # The tenth account grant, last: to "other", which it reaches after
+    # every other statement.
+    out.append({"Sid": "other", "Effect": "Allow", "Principal": {"AWS": os.environ["OTHER_ID"]},
+                "Action": ["s3:GetObject", "s3:PutObject", "s3:ListBucket"],
+                "Resource": [arn, f"{arn}/*"]})
     return {"Version": "2012-10-17", "Statement": out}
 
 for b, tags in (("pol-none", None), ("pol-20", False), ("pol-tags", True)):
@@ -99,13 +113,16 @@ perf_stop() {
   awk -F, '$3 ~ /^instructions/ { print $1 }' "$OUT/$1.perf"
 }
 if [ -n "$COUNT" ]; then RUN=(--count "$COUNT"); else RUN=(--duration "$DUR"); fi
+# measure ROUND BUCKET OP ARGS...: one run as the owner; BUCKET
+# `pol-20/other`: on `pol-20` as the account "other".
 measure() {
   local round=$1 b=$2 op=$3
   shift 3
-  local name="policy-r$round-$op-$b" s0 s1 other insns
+  local name="policy-r$round-$op-${b/\//-}" s0 s1 other insns ak=$AK sk=$SK
+  if [ "$b" = pol-20/other ]; then ak=$OTHER_AK sk=$OTHER_SK; fi
   perf_start "$name"
   s0=$(server_ticks)
-  gbench "$name" --access-key "$AK" --secret-key "$SK" --bucket "$b" --op "$op" \
+  gbench "$name" --access-key "$ak" --secret-key "$sk" --bucket "${b%/other}" --op "$op" \
     --size "$SIZE" --concurrency "$CONC" "${RUN[@]}" "$@"
   s1=$(server_ticks)
   insns=$(perf_stop "$name")
@@ -123,9 +140,10 @@ for b in pol-none pol-20 pol-tags; do
     --objects "$OBJECTS" --prefix small/ >/dev/null
 done
 
-orders=("pol-none pol-20 pol-tags" "pol-20 pol-tags pol-none" "pol-tags pol-none pol-20")
+orders=("pol-none pol-20 pol-tags pol-20/other" "pol-20 pol-tags pol-20/other pol-none"
+  "pol-tags pol-20/other pol-none pol-20" "pol-20/other pol-none pol-20 pol-tags")
 for round in $(seq "$ROUNDS"); do
-  order=${orders[$(((round - 1) % 3))]}
+  order=${orders[$(((round - 1) % 4))]}
   log "=== round $round: $order"
   for b in $order; do measure "$round" "$b" put --prefix "put-$round/"; done
   for b in $order; do measure "$round" "$b" get --objects "$OBJECTS" --no-prepare --prefix small/; done
@@ -133,7 +151,7 @@ done
 
 log "=== medians (ops/s; server CPU us/request; server instructions/request in COUNT mode)"
 for op in put get; do
-  for b in pol-none pol-20 pol-tags; do
+  for b in pol-none pol-20 pol-tags pol-20/other; do
     rows() { awk -F'\t' -v op="$op" -v b="$b" -v c="$1" 'tolower($2) == op && $3 == b { print $c }' "$TSV" | sort -n; }
     insns=$(rows 11 | awk '{ i[NR] = $1 } END { if (i[NR] > 0)
       printf "  insns/req median %s (min %s, max %s)", i[int((NR + 1) / 2)], i[1], i[NR] }')
