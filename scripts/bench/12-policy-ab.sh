@@ -16,14 +16,18 @@
 # the bucket order rotating from round to round so that drift favours
 # none. Per run: ops/s, p50, p99, errors, server CPU per request.
 #
-# COUNT=N: each run is exactly N requests instead of DUR, and the server's
-# user-space instructions over the run are counted (`perf stat -e
-# instructions:u -p <server>`, every thread of the server): instructions
-# per request, a figure a shared, noisy machine barely moves, where ops/s
-# and CPU time swing with whatever else runs.
+# COUNT=N: each run is exactly N requests instead of DUR, and the server
+# runs under valgrind's callgrind, which counts the instructions it
+# executes (every thread) while a run is measured: instructions per
+# request, a figure a shared, noisy machine does not move, where ops/s and
+# CPU time swing with whatever else runs (and this VM has no hardware
+# counters for `perf stat`). The server is some 50 times slower there, so
+# keep N small; the thread-pool I/O backend is used (valgrind does not
+# follow io_uring), and each run's profile is kept as
+# $OUT/callgrind.<run> (`callgrind_annotate` it).
 #
 #   scripts/bench/12-policy-ab.sh            # GODWIT=/var/tmp/godwit-target/release/godwit
-#   COUNT=20000 ROUNDS=3 scripts/bench/12-policy-ab.sh
+#   COUNT=2000 ROUNDS=2 scripts/bench/12-policy-ab.sh
 DUR=${DUR:-10s}
 COUNT=${COUNT:-}
 SIZE=${SIZE:-4KiB}
@@ -37,7 +41,13 @@ VENV=${VENV:-/var/tmp/godwit-venv}
 HZ=$(getconf CLK_TCK)
 TSV=$OUT/policy-ab.tsv
 
-start_server
+if [ -n "$COUNT" ]; then
+  SERVER_WRAPPER=(valgrind --tool=callgrind --instr-atstart=no
+    --callgrind-out-file="$OUT/callgrind.server")
+  HEALTH_WAIT=${HEALTH_WAIT:-300} start_server --io-backend threadpool
+else
+  start_server
+fi
 trap stop_server EXIT
 
 admin() { "$GODWIT" admin --admin-endpoint "http://$ADMIN_ADDR" --json "$@"; }
@@ -93,24 +103,22 @@ for b, tags in (("pol-none", None), ("pol-20", False), ("pol-tags", True)):
 PY
 
 printf 'round\top\tbucket\tops\tops_per_s\tp50_us\tp99_us\terrors\tserver_cpu_us_per_req\tother_cores\tserver_insns_per_req\n' >"$TSV"
-# perf_start NAME / perf_stop NAME: counts the server's user-space
-# instructions between the two (COUNT mode only); perf_stop prints them.
-PERF_PID=
-perf_start() {
+# insns_start NAME / insns_stop NAME: counts the server's instructions
+# between the two (COUNT mode only); insns_stop prints them.
+insns_start() {
   [ -n "$COUNT" ] || return 0
-  perf stat -e instructions:u -x, -o "$OUT/$1.perf" -p "$SERVER_PID" &
-  PERF_PID=$!
-  # Until perf has opened its counters on the server.
-  for _ in $(seq 100); do
-    ls -l "/proc/$PERF_PID/fd" 2>/dev/null | grep -q 'perf_event' && break
-    sleep 0.05
-  done
+  callgrind_control --zero "$SERVER_PID" >/dev/null 2>&1
+  callgrind_control --instr=on "$SERVER_PID" >/dev/null 2>&1
 }
-perf_stop() {
+insns_stop() {
   [ -n "$COUNT" ] || { echo 0; return 0; }
-  kill -INT "$PERF_PID"
-  wait "$PERF_PID" 2>/dev/null || true
-  awk -F, '$3 ~ /^instructions/ { print $1 }' "$OUT/$1.perf"
+  callgrind_control --instr=off "$SERVER_PID" >/dev/null 2>&1
+  rm -f "$OUT/callgrind.server".*
+  callgrind_control --dump="$1" "$SERVER_PID" >/dev/null 2>&1
+  local dump
+  dump=$(ls "$OUT/callgrind.server".* | head -1)
+  mv "$dump" "$OUT/callgrind.$1"
+  awk '$1 == "totals:" { print $2; exit }' "$OUT/callgrind.$1"
 }
 if [ -n "$COUNT" ]; then RUN=(--count "$COUNT"); else RUN=(--duration "$DUR"); fi
 # measure ROUND BUCKET OP ARGS...: one run as the owner; BUCKET
@@ -120,12 +128,12 @@ measure() {
   shift 3
   local name="policy-r$round-$op-${b/\//-}" s0 s1 other insns ak=$AK sk=$SK
   if [ "$b" = pol-20/other ]; then ak=$OTHER_AK sk=$OTHER_SK; fi
-  perf_start "$name"
+  insns_start "$name"
   s0=$(server_ticks)
   gbench "$name" --access-key "$ak" --secret-key "$sk" --bucket "${b%/other}" --op "$op" \
     --size "$SIZE" --concurrency "$CONC" "${RUN[@]}" "$@"
   s1=$(server_ticks)
-  insns=$(perf_stop "$name")
+  insns=$(insns_stop "$name")
   other=$(sed -n 's/.*other \([0-9.-]*\).*/\1/p' "$OUT/$name.load")
   jq -r --arg r "$round" --arg b "$b" --argjson t $((s1 - s0)) --argjson hz "$HZ" --arg o "$other" \
     --argjson i "${insns:-0}" \
