@@ -153,7 +153,8 @@ orders=("pol-none pol-20 pol-tags pol-20/other" "pol-20 pol-tags pol-20/other po
 for round in $(seq "$ROUNDS"); do
   order=${orders[$(((round - 1) % 4))]}
   log "=== round $round: $order"
-  for b in $order; do measure "$round" "$b" put --prefix "put-$round/"; done
+  # A key space of its own per run: no run overwrites another's objects.
+  for b in $order; do measure "$round" "$b" put --prefix "put-$round-${b/\//-}/"; done
   for b in $order; do measure "$round" "$b" get --objects "$OBJECTS" --no-prepare --prefix small/; done
 done
 
