@@ -21,7 +21,7 @@
 //! change made through another gateway applies here within
 //! `api::bucket_cache::BUCKET_TTL` (docs/security.md).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use godwit_common::types::{Account, BucketInfo};
@@ -261,8 +261,16 @@ async fn check_as(
         return Ok(());
     }
     if let Some(text) = &info.policy {
-        let policy = gw.policies.get(bucket, &info, text)?;
-        let context = context(gw, a, target, &policy).await?;
+        let policy = &gw.policies.get(bucket, &info, text)?.policy;
+        // The owner of a bucket without ACLs is granted whatever no Deny
+        // refuses (below): an Allow would add nothing, so only the Deny
+        // statements are walked, and only their keys computed.
+        let deny_only = owner && grantors == Grantors::All && !info.access.acls_enabled();
+        let keys = match deny_only {
+            true => policy.deny_keys(),
+            false => policy.keys(),
+        };
+        let context = context(gw, a, target, keys).await?;
         let principal = match is_anonymous(a.caller) {
             true => Principal::Anonymous,
             false => Principal::Account { id: &a.caller.id },
@@ -273,13 +281,19 @@ async fn check_as(
             resource,
             context: &context,
         };
-        match policy.policy.evaluate(&request) {
+        if deny_only {
+            return match policy.denies(&request) {
+                true => Err(denied()),
+                false => Ok(()),
+            };
+        }
+        match policy.evaluate(&request) {
             Decision::Deny => return Err(denied()),
             // RestrictPublicBuckets: a public policy grants only the
             // owner's account.
             Decision::Allow
                 if !(info.access.block().restrict_public_buckets
-                    && policy.policy.is_public()
+                    && policy.is_public()
                     && !owner) =>
             {
                 return Ok(())
@@ -407,110 +421,119 @@ async fn owns(gw: &Gateway, bucket: &BucketInfo, caller: &Account) -> Result<boo
     }
 }
 
-/// The condition keys of the request (lower-case names) that the policy
-/// tests: a key no condition reads is neither computed nor stored.
-async fn context(
+/// The request's values of `keys` (the policy's condition keys, or the
+/// head of them that its Deny statements test), in their order
+/// (`policy::Context`): no other key is computed, and a key the request
+/// does not have gets no value.
+async fn context<'r>(
     gw: &Gateway,
-    a: &Access<'_>,
-    target: &Target<'_>,
-    policy: &Parsed,
-) -> Result<HashMap<String, Vec<String>>, S3Error> {
-    let keys = &policy.keys;
-    let mut c: HashMap<String, Vec<String>> = HashMap::new();
+    a: &'r Access<'_>,
+    target: &'r Target<'_>,
+    keys: &[String],
+) -> Result<Vec<Vec<Cow<'r, str>>>, S3Error> {
+    let mut c = Vec::with_capacity(keys.len());
     if keys.is_empty() {
         return Ok(c);
     }
-    let mut put = |k: &str, v: &dyn Fn() -> String| {
-        if keys.contains(k) {
-            c.entry(k.to_string()).or_default().push(v());
-        }
-    };
     let now = time::OffsetDateTime::now_utc();
-    put("aws:currenttime", &|| {
-        now.format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default()
-    });
-    put("aws:epochtime", &|| now.unix_timestamp().to_string());
-    if let Some(conn) = a.parts.extensions.get::<ClientConn>() {
-        put("aws:sourceip", &|| {
-            conn.peer.ip().to_canonical().to_string()
-        });
-        put("aws:securetransport", &|| conn.secure.to_string());
+    let conn = a.parts.extensions.get::<ClientConn>();
+    fn header<'h>(parts: &'h http::request::Parts, name: &str) -> Option<&'h str> {
+        parts.headers.get(name).and_then(|v| v.to_str().ok())
     }
-    let header = |name: &str| a.parts.headers.get(name).and_then(|v| v.to_str().ok());
-    for (key, name) in [
-        ("aws:referer", "referer"),
-        ("aws:useragent", "user-agent"),
-        ("s3:x-amz-acl", "x-amz-acl"),
-        (
-            "s3:x-amz-server-side-encryption",
-            "x-amz-server-side-encryption",
-        ),
-        ("s3:x-amz-content-sha256", "x-amz-content-sha256"),
-        ("s3:x-amz-storage-class", "x-amz-storage-class"),
-        ("s3:x-amz-metadata-directive", "x-amz-metadata-directive"),
-        ("s3:x-amz-copy-source", "x-amz-copy-source"),
-    ] {
-        if let Some(v) = header(name) {
-            put(key, &|| v.to_string());
-        }
-    }
-    if is_anonymous(a.caller) {
-        put("aws:principaltype", &|| "Anonymous".into());
-    } else {
-        put("aws:principalaccount", &|| a.caller.id.clone());
-        put("aws:principaltype", &|| "Account".into());
-        put("s3:signatureversion", &|| a.signature_version.to_string());
-        put(
-            "s3:authtype",
-            &|| match a.parts.uri.query().is_some_and(|q| q.contains("Signature")) {
-                true => "REST-QUERY-STRING".into(),
-                false => "REST-HEADER".into(),
-            },
-        );
-    }
-    if matches!(
+    let header = |name: &str| header(a.parts, name);
+    let anonymous = is_anonymous(a.caller);
+    let listing = matches!(
         a.ep,
         Endpoint::ListObjects | Endpoint::ListObjectsV2 | Endpoint::ListObjectVersions
-    ) {
-        put("s3:prefix", &|| {
-            a.query.get("prefix").unwrap_or("").to_string()
-        });
-        for (key, name) in [("s3:delimiter", "delimiter"), ("s3:max-keys", "max-keys")] {
-            if let Some(v) = a.query.get(name) {
-                put(key, &|| v.to_string());
-            }
-        }
-    }
-    if let Some(v) = target.version {
-        put("s3:versionid", &|| v.to_string());
-    }
-    if let Some(tagging) = header("x-amz-tagging") {
-        for (k, v) in url::form_urlencoded::parse(tagging.as_bytes()) {
-            put(
-                &format!("s3:requestobjecttag/{}", k.to_lowercase()),
-                &|| v.to_string(),
-            );
-            put("s3:requestobjecttagkeys", &|| k.to_string());
-        }
-    }
+    );
     // The stored object's tags cost a meta read: only for policies that
-    // name them, on object operations.
-    if let (Some(key), true) = (target.key, policy.existing_object_tags) {
-        match gw.meta.get_object(target.bucket, key, target.version).await {
-            Ok(obj) => {
-                for (k, v) in &obj.version.tags {
-                    put(
-                        &format!("s3:existingobjecttag/{}", k.to_lowercase()),
-                        &|| v.clone(),
-                    );
+    // name them, on object operations, once per request.
+    let mut stored_tags: Option<Vec<(String, String)>> = None;
+    for key in keys {
+        let one = |v: Option<Cow<'r, str>>| v.into_iter().collect::<Vec<_>>();
+        let values = match key.as_str() {
+            "aws:currenttime" => one(Some(Cow::Owned(
+                now.format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default(),
+            ))),
+            "aws:epochtime" => one(Some(now.unix_timestamp().to_string().into())),
+            "aws:sourceip" => one(conn.map(|c| c.peer.ip().to_canonical().to_string().into())),
+            "aws:securetransport" => one(conn.map(|c| c.secure.to_string().into())),
+            "aws:referer" => one(header("referer").map(Cow::Borrowed)),
+            "aws:useragent" => one(header("user-agent").map(Cow::Borrowed)),
+            "s3:x-amz-acl"
+            | "s3:x-amz-server-side-encryption"
+            | "s3:x-amz-content-sha256"
+            | "s3:x-amz-storage-class"
+            | "s3:x-amz-metadata-directive"
+            | "s3:x-amz-copy-source" => one(header(&key["s3:".len()..]).map(Cow::Borrowed)),
+            "aws:principaltype" => one(Some(Cow::Borrowed(match anonymous {
+                true => "Anonymous",
+                false => "Account",
+            }))),
+            "aws:principalaccount" if !anonymous => one(Some(Cow::Borrowed(&a.caller.id))),
+            "s3:signatureversion" if !anonymous => one(Some(Cow::Borrowed(a.signature_version))),
+            "s3:authtype" if !anonymous => one(Some(Cow::Borrowed(
+                match a.parts.uri.query().is_some_and(|q| q.contains("Signature")) {
+                    true => "REST-QUERY-STRING",
+                    false => "REST-HEADER",
+                },
+            ))),
+            "s3:prefix" if listing => one(Some(Cow::Borrowed(a.query.get("prefix").unwrap_or("")))),
+            "s3:delimiter" if listing => one(a.query.get("delimiter").map(Cow::Borrowed)),
+            "s3:max-keys" if listing => one(a.query.get("max-keys").map(Cow::Borrowed)),
+            "s3:versionid" => one(target.version.map(Cow::Borrowed)),
+            "s3:requestobjecttagkeys" => request_tags(header("x-amz-tagging"))
+                .map(|(k, _)| Cow::Owned(k.into_owned()))
+                .collect(),
+            k => {
+                if let Some(tag) = k.strip_prefix("s3:requestobjecttag/") {
+                    request_tags(header("x-amz-tagging"))
+                        .filter(|(k, _)| k.to_lowercase() == tag)
+                        .map(|(_, v)| Cow::Owned(v.into_owned()))
+                        .collect()
+                } else if let Some(tag) = k.strip_prefix("s3:existingobjecttag/") {
+                    if stored_tags.is_none() {
+                        stored_tags = Some(existing_tags(gw, target).await?);
+                    }
+                    stored_tags
+                        .iter()
+                        .flatten()
+                        .filter(|(k, _)| k.to_lowercase() == tag)
+                        .map(|(_, v)| Cow::Owned(v.clone()))
+                        .collect()
+                } else {
+                    // A key Godwit knows of but has no value for here.
+                    Vec::new()
                 }
             }
-            Err(MetaError::NoSuchKey | MetaError::NoSuchVersion) => {}
-            Err(e) => return Err(e.into()),
-        }
+        };
+        c.push(values);
     }
     Ok(c)
+}
+
+/// The tags of an `x-amz-tagging` header (URL-encoded), in its order.
+fn request_tags(header: Option<&str>) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> + '_ {
+    header
+        .into_iter()
+        .flat_map(|h| url::form_urlencoded::parse(h.as_bytes()))
+}
+
+/// The tags of the object (version) the request is about; none if there
+/// is no such object.
+async fn existing_tags(
+    gw: &Gateway,
+    target: &Target<'_>,
+) -> Result<Vec<(String, String)>, S3Error> {
+    let Some(key) = target.key else {
+        return Ok(Vec::new());
+    };
+    match gw.meta.get_object(target.bucket, key, target.version).await {
+        Ok(obj) => Ok(obj.version.tags.into_iter().collect()),
+        Err(MetaError::NoSuchKey | MetaError::NoSuchVersion) => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A stored policy, parsed.
@@ -518,11 +541,6 @@ pub struct Parsed {
     /// The text it was parsed from.
     text: String,
     pub policy: Policy,
-    /// It has `s3:ExistingObjectTag` conditions (which cost a meta read).
-    pub existing_object_tags: bool,
-    /// The condition keys it tests (lower-case): the only ones a request's
-    /// context needs.
-    keys: std::collections::HashSet<String>,
 }
 
 /// Parsed policies by bucket: a policy is parsed once, not per request.
@@ -578,14 +596,9 @@ impl PolicyCache {
     fn parse(bucket: &str, text: &str) -> Result<Parsed, S3Error> {
         let policy = Policy::parse(text, bucket)
             .map_err(|e| S3Error::InternalError(format!("stored bucket policy: {}", e.0)))?;
-        let keys: std::collections::HashSet<String> =
-            policy.condition_keys().map(str::to_string).collect();
-        let existing_object_tags = keys.iter().any(|k| k.starts_with("s3:existingobjecttag/"));
         Ok(Parsed {
             text: text.to_string(),
             policy,
-            existing_object_tags,
-            keys,
         })
     }
 }

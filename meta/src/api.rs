@@ -90,7 +90,7 @@ impl MetaNode {
         key: &str,
         version_id: Option<&str>,
     ) -> MetaResult<ObjectVersion> {
-        listing::load_bucket(&self.db, bucket)?;
+        listing::check_bucket(&self.db, bucket)?;
         let missing = match version_id {
             Some(_) => MetaError::NoSuchVersion,
             None => MetaError::NoSuchKey,
@@ -304,7 +304,7 @@ impl MetaNode {
         upload_id: &str,
     ) -> MetaResult<UploadInfo> {
         self.linearizable().await?;
-        listing::load_bucket(&self.db, bucket)?;
+        listing::check_bucket(&self.db, bucket)?;
         match self
             .db
             .get_cf(cf(&self.db, CF_UPLOADS), upload_key(bucket, key, upload_id))

@@ -24,6 +24,19 @@ fn utf8(b: &[u8]) -> Result<String, MetaError> {
     String::from_utf8(b.to_vec()).map_err(|_| MetaError::Internal("stored key is not UTF-8".into()))
 }
 
+/// NoSuchBucket unless `name` exists: the row is looked at in place, not
+/// copied or decoded (a bucket record carries its policy and
+/// configuration documents, kilobytes that an object read does not need).
+pub(crate) fn check_bucket(db: &DB, name: &str) -> Result<(), MetaError> {
+    match db
+        .get_pinned_cf(cf(db, CF_BUCKETS), name.as_bytes())
+        .map_err(db_err)?
+    {
+        Some(_) => Ok(()),
+        None => Err(MetaError::NoSuchBucket),
+    }
+}
+
 pub(crate) fn load_bucket(db: &DB, name: &str) -> Result<BucketInfo, MetaError> {
     match db
         .get_cf(cf(db, CF_BUCKETS), name.as_bytes())
@@ -90,7 +103,7 @@ fn stripped(mut v: ObjectVersion) -> ObjectVersion {
 }
 
 pub fn list_objects(db: &DB, q: &ListObjectsQuery) -> Result<ListObjectsPage, MetaError> {
-    load_bucket(db, &q.bucket)?;
+    check_bucket(db, &q.bucket)?;
     let mut page = ListObjectsPage::default();
     if q.max_keys == 0 {
         return Ok(page);
@@ -152,7 +165,7 @@ pub fn list_objects(db: &DB, q: &ListObjectsQuery) -> Result<ListObjectsPage, Me
 }
 
 pub fn list_versions(db: &DB, q: &ListVersionsQuery) -> Result<ListVersionsPage, MetaError> {
-    load_bucket(db, &q.bucket)?;
+    check_bucket(db, &q.bucket)?;
     let mut page = ListVersionsPage::default();
     if q.max_keys == 0 {
         return Ok(page);
@@ -236,7 +249,7 @@ pub fn list_versions(db: &DB, q: &ListVersionsQuery) -> Result<ListVersionsPage,
 }
 
 pub fn list_uploads(db: &DB, q: &ListUploadsQuery) -> Result<ListUploadsPage, MetaError> {
-    load_bucket(db, &q.bucket)?;
+    check_bucket(db, &q.bucket)?;
     let mut page = ListUploadsPage::default();
     if q.max_uploads == 0 {
         return Ok(page);

@@ -58,7 +58,7 @@ impl MetaNode {
         bucket: &str,
     ) -> MetaResult<ReplicationConfig> {
         self.linearizable().await?;
-        listing::load_bucket(&self.db, bucket)?;
+        listing::check_bucket(&self.db, bucket)?;
         match self
             .db
             .get_cf(cf(&self.db, CF_REPL_RULES), bucket.as_bytes())
@@ -178,7 +178,7 @@ impl MetaNode {
         upload_id: &str,
     ) -> MetaResult<ReplUpload> {
         self.linearizable().await?;
-        listing::load_bucket(&self.db, bucket)?;
+        listing::check_bucket(&self.db, bucket)?;
         let uk = upload_key(bucket, key, upload_id);
         let live: Option<UploadInfo> = self
             .db
@@ -358,7 +358,7 @@ fn replication_stats(db: &DB, bucket: Option<&str>, now: i64) -> MetaResult<Vec<
     let rules_cf = cf(db, CF_REPL_RULES);
     let configs: Vec<(String, ReplicationConfig)> = match bucket {
         Some(b) => {
-            listing::load_bucket(db, b)?;
+            listing::check_bucket(db, b)?;
             match db.get_cf(rules_cf, b.as_bytes()).map_err(db_err)? {
                 Some(raw) => vec![(b.to_string(), decode(&raw)?)],
                 None => Vec::new(),

@@ -42,10 +42,10 @@ load_note() {
 }
 
 # wait_healthy ADMIN_ADDR PID LOG: until the server's /health answers
-# (30 s at most); on failure prints its log and fails.
+# (HEALTH_WAIT seconds, 30 by default); on failure prints its log and fails.
 wait_healthy() {
   local admin=$1 pid=$2 logfile=$3
-  for _ in $(seq 150); do
+  for _ in $(seq $((${HEALTH_WAIT:-30} * 5))); do
     if curl -fsS ${CURL_CA:+--cacert "$CURL_CA"} "$SCHEME://$admin/health" >/dev/null 2>&1; then
       return 0
     fi
@@ -57,12 +57,14 @@ wait_healthy() {
   return 1
 }
 
-# start_server [extra `godwit server` args...]: a fresh server on $DATA_DIR.
+# start_server [extra `godwit server` args...]: a fresh server on $DATA_DIR,
+# run under the command in the array SERVER_WRAPPER if set (one that execs
+# the server in its own process, as valgrind does).
 start_server() {
   [ -x "$GODWIT" ] || { log "no binary at $GODWIT (cargo build --release --bin godwit)"; return 1; }
   rm -rf "$DATA_DIR"
   mkdir -p "$DATA_DIR"
-  "$GODWIT" server --data-dir "$DATA_DIR" --s3-listen "$S3_ADDR" \
+  ${SERVER_WRAPPER[@]+"${SERVER_WRAPPER[@]}"} "$GODWIT" server --data-dir "$DATA_DIR" --s3-listen "$S3_ADDR" \
     --admin-listen "$ADMIN_ADDR" "$@" >"$OUT/server.log" 2>&1 &
   SERVER_PID=$!
   wait_healthy "$ADMIN_ADDR" "$SERVER_PID" "$OUT/server.log" || return 1

@@ -20,7 +20,6 @@
 //! that.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 use base64::Engine;
@@ -30,13 +29,17 @@ use time::format_description::well_known::{Iso8601, Rfc3339};
 use time::{Date, OffsetDateTime, PrimitiveDateTime};
 
 use super::glob::{eq_ignore_case, unescape, Glob};
-use super::{invalid_document, PolicyError};
+use super::{invalid_document, Context, PolicyError};
 
 /// One operator applied to one key.
 #[derive(Debug, Clone)]
 pub(super) struct Condition {
-    /// Lower-case, as the request context is keyed.
+    /// Lower-case, as [`super::Policy::keys`] lists it.
     key: String,
+    /// Where the request's values of `key` are in its context: the
+    /// position of `key` in [`super::Policy::keys`], set once the whole
+    /// policy is read.
+    pub(super) slot: usize,
     test: Test,
     /// `StringNotEquals`, `NotIpAddress`, ...: true when no value matches.
     negated: bool,
@@ -198,6 +201,7 @@ pub(super) fn parse_block(value: &Value, escapes: bool) -> Result<Vec<Condition>
             conditions.push(Condition {
                 test: Test::compile(op.kind, &values, operator, escapes)?,
                 key,
+                slot: 0,
                 negated: op.negated,
                 if_exists: op.if_exists,
                 set: op.set,
@@ -409,11 +413,9 @@ impl Condition {
         &self.key
     }
 
-    /// Whether the condition holds for a request with these keys.
-    pub(super) fn holds(&self, context: &HashMap<String, Vec<String>>) -> bool {
-        let values = context
-            .get(self.key.as_str())
-            .filter(|values| !values.is_empty());
+    /// Whether the condition holds for a request with this context.
+    pub(super) fn holds(&self, context: &Context<'_>) -> bool {
+        let values = context.get(self.slot).filter(|values| !values.is_empty());
         if let Test::Null(wants_missing) = &self.test {
             return wants_missing.contains(&values.is_none());
         }

@@ -162,37 +162,57 @@ fn strip_escape(s: &str) -> Option<(char, &str)> {
 
 /// Whether `s` starts with `prefix`, ignoring case as `eq_ignore_case`.
 fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
-    if s.is_ascii() && prefix.is_ascii() {
-        s.len() >= prefix.len()
-            && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-    } else {
-        let mut rest = s.chars().flat_map(char::to_lowercase);
-        prefix
-            .chars()
-            .flat_map(char::to_lowercase)
-            .all(|c| rest.next() == Some(c))
+    // Bytes equal but for ASCII case: a match whatever else they hold
+    // (the common answer, found without scanning for non-ASCII first).
+    if s.len() >= prefix.len()
+        && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+    {
+        return true;
     }
+    if s.is_ascii() && prefix.is_ascii() {
+        return false;
+    }
+    let mut rest = s.chars().flat_map(char::to_lowercase);
+    prefix
+        .chars()
+        .flat_map(char::to_lowercase)
+        .all(|c| rest.next() == Some(c))
 }
 
 /// Case-insensitive equality, Unicode-aware as `wildmatch`'s own.
 pub(super) fn eq_ignore_case(a: &str, b: &str) -> bool {
-    if a.is_ascii() && b.is_ascii() {
-        a.eq_ignore_ascii_case(b)
-    } else {
-        a.chars()
-            .flat_map(char::to_lowercase)
-            .eq(b.chars().flat_map(char::to_lowercase))
+    // As in `starts_with_ignore_case`: the cheap test first.
+    if a.eq_ignore_ascii_case(b) {
+        return true;
     }
+    if a.is_ascii() && b.is_ascii() {
+        return false;
+    }
+    a.chars()
+        .flat_map(char::to_lowercase)
+        .eq(b.chars().flat_map(char::to_lowercase))
 }
 
 #[cfg(test)]
 mod prefix_tests {
     use super::*;
 
-    /// The prefix shortcut answers as the wildmatch walk it replaces.
+    /// The prefix and equality shortcuts answer as the wildmatch walk
+    /// they replace (the Kelvin sign lower-cases to an ASCII `k`).
     #[test]
     fn a_trailing_star_matches_as_wildmatch_does() {
-        let patterns = ["arn:aws:s3:::b/*", "s3:Get*", "b/pre fix/*", "Ünï/*", "*"];
+        let patterns = [
+            "arn:aws:s3:::b/*",
+            "s3:Get*",
+            "s3:GetObjec*",
+            "s3:GetObjectK",
+            "s3:getobjeck",
+            "b/pre fix/*",
+            "Ünï/*",
+            "ünï/x",
+            "k*",
+            "*",
+        ];
         let subjects = [
             "arn:aws:s3:::b/k",
             "arn:aws:s3:::b/",
@@ -205,6 +225,8 @@ mod prefix_tests {
             "b/pre fiX/x",
             "ünï/x",
             "ÜNÏ/x",
+            "\u{212A}",
+            "s3:GetObjec\u{212A}",
             "",
         ];
         for p in patterns {

@@ -130,8 +130,8 @@ impl Statement {
         })
     }
 
-    pub(super) fn conditions(&self) -> &[Condition] {
-        &self.conditions
+    pub(super) fn conditions_mut(&mut self) -> &mut [Condition] {
+        &mut self.conditions
     }
 
     /// Whether the statement speaks about this request. The cheap tests

@@ -4,6 +4,7 @@
 //! decision S3 would reach; then the policies S3 refuses, with the
 //! MalformedPolicy message; then the public / not public rule.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::{Decision, Policy, Principal, Request, MAX_POLICY_SIZE};
@@ -59,17 +60,34 @@ fn parse(json: &str) -> Policy {
 }
 
 fn decide(policy: &Policy, c: &Case) -> Decision {
-    let context: HashMap<String, Vec<String>> = c
-        .context
+    decide_with(policy, c, |p, r| p.evaluate(r))
+}
+
+fn decide_with(
+    policy: &Policy,
+    c: &Case,
+    evaluate: impl Fn(&Policy, &Request<'_>) -> Decision,
+) -> Decision {
+    let map: HashMap<&str, &[&str]> = c.context.iter().copied().collect();
+    // The values of the keys the policy tests, in its order, as the
+    // gateway gives them.
+    let context: Vec<Vec<Cow<str>>> = policy
+        .keys()
         .iter()
-        .map(|(k, vs)| (k.to_string(), vs.iter().map(|v| v.to_string()).collect()))
+        .map(|k| {
+            let values = map.get(k.as_str()).copied().unwrap_or_default();
+            values.iter().map(|v| Cow::Borrowed(*v)).collect()
+        })
         .collect();
-    policy.evaluate(&Request {
-        principal: c.principal,
-        action: c.action,
-        resource: c.resource,
-        context: &context,
-    })
+    evaluate(
+        policy,
+        &Request {
+            principal: c.principal,
+            action: c.action,
+            resource: c.resource,
+            context: &context,
+        },
+    )
 }
 
 // ---- the policies ----
@@ -591,6 +609,49 @@ fn policy_decisions_follow_aws_examples() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// `denies` (the owner's shortcut), given only the values of
+/// `deny_keys`, says Deny exactly where `evaluate` does, on every row of
+/// the table.
+#[test]
+fn denies_agrees_with_evaluate() {
+    let mut failures = Vec::new();
+    for c in CASES_TABLE {
+        let policy = parse(c.policy);
+        let full = decide(&policy, c) == Deny;
+        let short = decide_with(&policy, c, |p, r| {
+            let r = Request {
+                context: &r.context[..p.deny_keys().len()],
+                ..*r
+            };
+            match p.denies(&r) {
+                true => Deny,
+                false => NA,
+            }
+        }) == Deny;
+        if full != short {
+            failures.push(format!("{}: evaluate Deny {full}, denies {short}", c.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A Deny written after the Allow it overrides still wins (Denies are
+/// walked first), and a key tested by several conditions is one slot of
+/// the context, which every one of them reads.
+#[test]
+fn statement_order_and_shared_keys() {
+    let policy = parse(SSE);
+    assert_eq!(policy.keys(), ["s3:x-amz-server-side-encryption"]);
+    assert_eq!(policy.deny_keys(), policy.keys());
+    type Keys = &'static [(&'static str, &'static [&'static str])];
+    let put = |context: Keys| case("sse", SSE, A, "s3:PutObject", OBJ, context, NA);
+    let kms: Keys = &[("s3:x-amz-server-side-encryption", &["aws:kms"])];
+    let aes: Keys = &[("s3:x-amz-server-side-encryption", &["AES256"])];
+    assert_eq!(decide(&policy, &put(kms)), Allow);
+    assert_eq!(decide(&policy, &put(aes)), Deny);
+    assert_eq!(decide(&policy, &put(&[])), Deny);
+}
+
 /// A statement around `body` (a JSON fragment of fields), for the
 /// refusals below.
 fn statement_with(body: &str) -> String {
@@ -760,13 +821,14 @@ fn public_policies_are_told_apart() {
 #[test]
 fn condition_keys_are_listed_lower_case() {
     let policy = parse(TAGS);
-    let keys: Vec<&str> = policy.condition_keys().collect();
     assert_eq!(
-        keys,
+        policy.keys(),
         [
             "s3:existingobjecttag/environment",
             "s3:requestobjecttag/project"
         ]
     );
-    assert_eq!(parse(PUBLIC_READ).condition_keys().count(), 0);
+    assert!(parse(PUBLIC_READ).keys().is_empty());
+    // Allow statements only: the Deny walk reads no key.
+    assert!(policy.deny_keys().is_empty());
 }
