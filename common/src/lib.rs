@@ -25,6 +25,7 @@ pub mod object_lock;
 pub mod object_read;
 pub mod read_lease;
 pub mod replication;
+pub mod sla;
 pub mod sse;
 pub mod suspects;
 pub mod types;

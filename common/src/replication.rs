@@ -292,9 +292,25 @@ pub enum TaskOutcome {
     /// A transient failure: retry at `retry_at_ms` (the worker's backoff
     /// with jitter); meta turns it into `Failed` after the configured
     /// number of attempts.
-    Retry { error: String, retry_at_ms: i64 },
+    Retry {
+        error: String,
+        retry_at_ms: i64,
+        /// What a failure is counted under if this retry turns the task
+        /// FAILED (see `Failed`).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        cause: String,
+    },
     /// Not retryable (e.g. the destination bucket does not exist).
-    Failed { error: String },
+    Failed {
+        error: String,
+        /// A short class of `error`, the same for every task that failed
+        /// alike: the remote's S3 error code (`SignatureDoesNotMatch`,
+        /// `NoSuchBucket`), `HTTP 403` when it sent none, `transport`,
+        /// `sse-c`, ... (the SLA report counts failures by it; empty in
+        /// outcomes from before it existed).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        cause: String,
+    },
 }
 
 /// `x-amz-replication-status` of a version.

@@ -877,6 +877,14 @@ impl AdminMeta for MetaNode {
             Q::PutRemote { remote } => A::Done(self.put_remote_impl(remote).await?),
             Q::DeleteRemote { name } => A::Done(self.delete_remote_impl(&name).await?),
             Q::RetryFailed { bucket } => A::Count(self.retry_failed_impl(&bucket).await?),
+            Q::ReplicationReport {
+                bucket,
+                rule_id,
+                period_ms,
+            } => A::Report(
+                self.replication_report_impl(&bucket, rule_id.as_deref(), period_ms)
+                    .await?,
+            ),
         })
     }
 }

@@ -8,11 +8,13 @@ use std::sync::atomic::Ordering;
 use godwit_common::block_token::{self, BlockOp};
 use godwit_common::meta_api::MetaResult;
 use godwit_common::replication::*;
+use godwit_common::sla::{build_report, hour_of, SlaHour, SlaReport, HOUR_MS, KEEP_HOURS};
 use godwit_common::types::*;
 use godwit_common::MetaError;
 use rocksdb::{IteratorMode, DB};
 
 use crate::apply::outbox::{BackfillProgress, LaneCounters};
+use crate::apply::sla::{hour_start_key, parse_sla_key, SLA_PREFIX};
 use crate::apply::streaming::StreamedUpload;
 use crate::command::{Command, Reply};
 use crate::listing;
@@ -169,6 +171,20 @@ impl MetaNode {
             Reply::Count(n) => Ok(n),
             r => Err(unexpected(r)),
         }
+    }
+
+    pub(crate) async fn replication_report_impl(
+        &self,
+        bucket: &str,
+        rule_id: Option<&str>,
+        period_ms: i64,
+    ) -> MetaResult<SlaReport> {
+        self.linearizable().await?;
+        let (bucket, rule_id) = (bucket.to_string(), rule_id.map(str::to_string));
+        let now = self.now_ms();
+        let since_ms = now.saturating_sub(period_ms.max(0));
+        self.blocking(move |db| sla_report(db, &bucket, rule_id.as_deref(), since_ms, now))
+            .await
     }
 
     pub(crate) async fn replication_upload_impl(
@@ -332,6 +348,37 @@ fn count_keys(db: &DB, bucket: &str) -> MetaResult<u64> {
     }
     it.status().map_err(db_err)?;
     Ok(n)
+}
+
+/// The SLA rows of `bucket` (and `rule_id`) from `since_ms`'s hour on,
+/// never older than the hours kept (rows not yet pruned are skipped).
+fn sla_report(
+    db: &DB,
+    bucket: &str,
+    rule_id: Option<&str>,
+    since_ms: i64,
+    now: i64,
+) -> MetaResult<SlaReport> {
+    listing::load_bucket(db, bucket)?;
+    let since_ms = since_ms.max((hour_of(now) - KEEP_HOURS + 1) * HOUR_MS);
+    let start = hour_start_key(hour_of(since_ms));
+    let mut rows = Vec::new();
+    for item in db.iterator_cf(
+        cf(db, CF_REPL_STATE),
+        IteratorMode::From(&start, rocksdb::Direction::Forward),
+    ) {
+        let (k, v) = item.map_err(db_err)?;
+        if !k.starts_with(SLA_PREFIX) {
+            break;
+        }
+        let Some((hour, b, rule)) = parse_sla_key(&k) else {
+            continue;
+        };
+        if b == bucket && rule_id.is_none_or(|id| id == rule) {
+            rows.push((rule.to_string(), hour, decode::<SlaHour>(&v)?));
+        }
+    }
+    Ok(build_report(bucket, since_ms, now, rows))
 }
 
 type StatsKey = (String, String, String, Lane);

@@ -522,6 +522,7 @@ async fn acks_drive_the_version_to_completed_or_failed() {
         TaskOutcome::Retry {
             error: "503".into(),
             retry_at_ms: soon,
+            cause: "HTTP 503".into(),
         },
     )])
     .await
@@ -539,6 +540,7 @@ async fn acks_drive_the_version_to_completed_or_failed() {
         t1.id.clone(),
         TaskOutcome::Failed {
             error: "NoSuchBucket".into(),
+            cause: "NoSuchBucket".into(),
         },
     )])
     .await
@@ -585,6 +587,7 @@ async fn acks_drive_the_version_to_completed_or_failed() {
             TaskOutcome::Retry {
                 error: "timeout".into(),
                 retry_at_ms: 0,
+                cause: "transport".into(),
             },
         )]
     };
@@ -651,6 +654,128 @@ async fn stats_show_pending_completed_and_rtc_misses_per_rule_and_lane() {
         m.replication_stats(Some("missing")).await.unwrap_err(),
         MetaError::NoSuchBucket
     );
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn sla_report_counts_per_rule_and_hour_and_keeps_thirty_days() {
+    use godwit_common::sla::{hour_of, HOUR_MS};
+    let dir = tempfile::tempdir().unwrap();
+    let (m, clock) = open_with_clock(dir.path()).await;
+    let first_hour = hour_of(clock.now_ms()) + 1;
+    clock.set(first_hour * HOUR_MS + 60_000);
+    let mut fast = rule("fast", 1, "", "r2", "d2");
+    fast.rtc = true;
+    setup(&*m, vec![rule("std", 1, "", "r1", "d1"), fast]).await;
+    for key in ["a", "b", "c"] {
+        m.put_object(inline("src", key, b"123")).await.unwrap();
+    }
+    let std = lease(&*m, Lane::Standard).await;
+    let rtc = lease(&*m, Lane::Rtc).await;
+    assert_eq!((std.len(), rtc.len()), (3, 3));
+
+    clock.advance(Duration::from_secs(2));
+    let failed = TaskOutcome::Failed {
+        error: "PutObject: HTTP 403 SignatureDoesNotMatch".into(),
+        cause: "SignatureDoesNotMatch".into(),
+    };
+    m.ack_tasks(vec![
+        (std[0].id.clone(), TaskOutcome::Done { latency_ms: 2_000 }),
+        (std[1].id.clone(), TaskOutcome::Done { latency_ms: 2_000 }),
+        (std[2].id.clone(), failed),
+    ])
+    .await
+    .unwrap();
+    // The RTC rule's acks come after its 15 minutes.
+    clock.advance(Duration::from_secs(16 * 60));
+    let late = rtc
+        .iter()
+        .map(|t| {
+            (
+                t.id.clone(),
+                TaskOutcome::Done {
+                    latency_ms: 962_000,
+                },
+            )
+        })
+        .collect();
+    m.ack_tasks(late).await.unwrap();
+    // An hour later, one more.
+    clock.advance(Duration::from_secs(3600));
+    m.put_object(inline("src", "d", b"1")).await.unwrap();
+    let d = lease(&*m, Lane::Standard).await;
+    m.ack_tasks(vec![(
+        d[0].id.clone(),
+        TaskOutcome::Done { latency_ms: 10 },
+    )])
+    .await
+    .unwrap();
+
+    let report = m
+        .replication_report("src", None, 2 * HOUR_MS)
+        .await
+        .unwrap();
+    assert_eq!(report.bucket, "src");
+    assert_eq!(report.since_ms, (first_hour - 1) * HOUR_MS);
+    let ids: Vec<_> = report.rules.iter().map(|r| r.rule_id.as_str()).collect();
+    assert_eq!(ids, ["fast", "std"]);
+    let (f, s) = (&report.rules[0], &report.rules[1]);
+    let hours: Vec<_> = s.hours.iter().map(|h| h.hour_ms.unwrap()).collect();
+    assert_eq!(hours, [first_hour * HOUR_MS, (first_hour + 1) * HOUR_MS]);
+    assert_eq!(
+        (s.total.replicated, s.total.bytes, s.total.missed_threshold),
+        (3, 7, 0)
+    );
+    assert_eq!(s.total.within_threshold, Some(1.0));
+    assert_eq!(s.total.failed, 1);
+    assert_eq!(
+        s.total.failures,
+        BTreeMap::from([("SignatureDoesNotMatch".to_string(), 1)])
+    );
+    assert_eq!(s.hours[1].replicated, 1);
+    assert_eq!(s.hours[1].p50_ms, Some(10));
+    // Two significant digits: 2000 ms reads as 2000..=2020.
+    let p50 = s.total.p50_ms.unwrap();
+    assert!((2_000..=2_020).contains(&p50), "{p50}");
+    assert_eq!(s.threshold_minutes, 15);
+    // The RTC rule: all three missed its threshold, as its counter says.
+    assert_eq!((f.total.replicated, f.total.missed_threshold), (3, 3));
+    assert_eq!(f.total.within_threshold, Some(0.0));
+    let stats = m.replication_stats(Some("src")).await.unwrap();
+    assert_eq!(
+        stats_row(&stats, "fast", Lane::Rtc).rtc_threshold_missed_total,
+        3
+    );
+
+    // One rule; a shorter period; no such bucket.
+    let only = m
+        .replication_report("src", Some("fast"), 2 * HOUR_MS)
+        .await
+        .unwrap();
+    assert_eq!(only.rules.len(), 1);
+    let recent = m.replication_report("src", None, 60_000).await.unwrap();
+    assert_eq!(recent.rules.len(), 1);
+    assert_eq!(recent.rules[0].total.replicated, 1);
+    assert_eq!(
+        m.replication_report("nope", None, HOUR_MS)
+            .await
+            .unwrap_err(),
+        MetaError::NoSuchBucket
+    );
+
+    // Thirty-one days on, the old hours are gone from a 30-day report.
+    clock.advance(Duration::from_secs(31 * 24 * 3600));
+    m.put_object(inline("src", "e", b"1")).await.unwrap();
+    let e = lease(&*m, Lane::Standard).await;
+    m.ack_tasks(vec![(e[0].id.clone(), TaskOutcome::Done { latency_ms: 7 })])
+        .await
+        .unwrap();
+    let month = m
+        .replication_report("src", None, 30 * 24 * HOUR_MS)
+        .await
+        .unwrap();
+    assert_eq!(month.rules.len(), 1, "{month:?}");
+    assert_eq!(month.rules[0].total.replicated, 1);
     m.shutdown().await;
 }
 
@@ -1001,6 +1126,7 @@ async fn replication_works_over_meta_client() {
             tasks[1].id.clone(),
             TaskOutcome::Failed {
                 error: "nope".into(),
+                cause: String::new(),
             },
         ),
     ])

@@ -88,9 +88,10 @@ pub(crate) async fn part(
                 .replication_upload(&task.bucket, &task.key, upload_id)
                 .await
             {
-                Ok(now) if now.completed.is_none() => Err(TaskError::Permanent(format!(
-                    "the destination upload vanished: {e}"
-                ))),
+                Ok(now) if now.completed.is_none() => Err(TaskError::permanent(
+                    "destination-upload-vanished",
+                    format!("the destination upload vanished: {e}"),
+                )),
                 Ok(_) => Ok(Step::Done),
                 Err(meta_err) => Err(meta_err.into()),
             }
@@ -147,9 +148,10 @@ pub(crate) async fn complete(
             continue;
         }
         let Some(part) = up.parts.iter().find(|p| p.number == *n && p.etag == *etag) else {
-            return Err(TaskError::Permanent(format!(
-                "part {n} of the completed source upload is not recorded"
-            )));
+            return Err(TaskError::permanent(
+                "source-part-missing",
+                format!("part {n} of the completed source upload is not recorded"),
+            ));
         };
         missing.push(part);
     }
@@ -412,9 +414,10 @@ async fn already_completed(
         .await?
     {
         Some(have) if have.etag == etag => Ok(Step::Done),
-        _ => Err(TaskError::Permanent(format!(
-            "the destination upload is gone and the object is not there: {why}"
-        ))),
+        _ => Err(TaskError::permanent(
+            "destination-upload-vanished",
+            format!("the destination upload is gone and the object is not there: {why}"),
+        )),
     }
 }
 

@@ -52,17 +52,59 @@ pub(crate) enum TaskError {
     /// bucket deleted since): nothing is left to send, so the task is done.
     SourceGone,
     /// May succeed later.
-    Retryable(String),
+    Retryable(Failure),
     /// Will not succeed by retrying (e.g. the destination bucket is gone).
-    Permanent(String),
+    Permanent(Failure),
+}
+
+/// A failure's cause (a short class that failures alike share, what the
+/// SLA report counts them under: `TaskOutcome::Failed::cause`) and its
+/// message (for the log and the task's `last_error`).
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub cause: String,
+    pub message: String,
+}
+
+impl TaskError {
+    pub(crate) fn retryable(cause: &str, message: impl Into<String>) -> TaskError {
+        TaskError::Retryable(Failure {
+            cause: cause.into(),
+            message: message.into(),
+        })
+    }
+
+    pub(crate) fn permanent(cause: &str, message: impl Into<String>) -> TaskError {
+        TaskError::Permanent(Failure {
+            cause: cause.into(),
+            message: message.into(),
+        })
+    }
+}
+
+/// The cause of a remote's error: its S3 error code when it sent one, else
+/// its HTTP status, else how the exchange broke.
+pub(crate) fn remote_cause(e: &RemoteError) -> String {
+    match e {
+        RemoteError::Status {
+            code: Some(code), ..
+        } => code.clone(),
+        RemoteError::Status { status, .. } => format!("HTTP {status}"),
+        RemoteError::Transport { .. } => "transport".into(),
+        RemoteError::Invalid { .. } => "invalid-exchange".into(),
+    }
 }
 
 impl From<RemoteError> for TaskError {
     fn from(e: RemoteError) -> Self {
+        let failure = Failure {
+            cause: remote_cause(&e),
+            message: e.to_string(),
+        };
         if e.is_retryable() {
-            TaskError::Retryable(e.to_string())
+            TaskError::Retryable(failure)
         } else {
-            TaskError::Permanent(e.to_string())
+            TaskError::Permanent(failure)
         }
     }
 }
@@ -75,9 +117,9 @@ impl From<MetaError> for TaskError {
             | MetaError::NoSuchVersion
             | MetaError::NoSuchUpload => TaskError::SourceGone,
             MetaError::NotLeader { .. } | MetaError::Unavailable(_) | MetaError::Internal(_) => {
-                TaskError::Retryable(format!("source meta: {e}"))
+                TaskError::retryable("source-meta", format!("source meta: {e}"))
             }
-            other => TaskError::Permanent(format!("source meta: {other}")),
+            other => TaskError::permanent("source-meta", format!("source meta: {other}")),
         }
     }
 }
@@ -113,10 +155,10 @@ impl Replicator {
             return Ok(Step::Done);
         }
         let Some(remote) = self.remotes.get(self.meta.as_ref(), &task.remote).await else {
-            return Err(TaskError::Retryable(format!(
-                "remote `{}` is not registered",
-                task.remote
-            )));
+            return Err(TaskError::retryable(
+                "remote-not-registered",
+                format!("remote `{}` is not registered", task.remote),
+            ));
         };
         match &task.kind {
             TaskKind::NewVersion => self.new_version(task, &remote).await,
@@ -174,9 +216,13 @@ impl Replicator {
                 TaskOutcome::Retry {
                     error: reason,
                     retry_at_ms: now + delay_ms as i64,
+                    cause: "waited-too-long".into(),
                 }
             }
-            Err(TaskError::Retryable(error)) if task.attempts + 1 < self.cfg.max_attempts => {
+            Err(TaskError::Retryable(Failure {
+                cause,
+                message: error,
+            })) if task.attempts + 1 < self.cfg.max_attempts => {
                 let delay = backoff_delay_ms(
                     &mut rand::thread_rng(),
                     self.cfg.backoff_base_ms,
@@ -191,15 +237,23 @@ impl Replicator {
                 TaskOutcome::Retry {
                     error,
                     retry_at_ms: now + delay as i64,
+                    cause,
                 }
             }
-            Err(TaskError::Retryable(error)) | Err(TaskError::Permanent(error)) => {
-                tracing::warn!(%error, attempts = task.attempts + 1, "replication FAILED");
+            Err(TaskError::Retryable(Failure {
+                cause,
+                message: error,
+            }))
+            | Err(TaskError::Permanent(Failure {
+                cause,
+                message: error,
+            })) => {
+                tracing::warn!(%error, %cause, attempts = task.attempts + 1, "replication FAILED");
                 metrics::get()
                     .outcomes
                     .with_label_values(&[lane, "failed"])
                     .inc();
-                TaskOutcome::Failed { error }
+                TaskOutcome::Failed { error, cause }
             }
         }
     }
@@ -441,8 +495,9 @@ impl Replicator {
         let dest = &task.destination_bucket;
         match remote.client.head_object(dest, &task.key).await? {
             None => {
-                return Err(TaskError::Retryable(
-                    "the destination does not have the object yet".into(),
+                return Err(TaskError::retryable(
+                    "destination-missing",
+                    "the destination does not have the object yet",
                 ))
             }
             Some(have) if have.etag != v.etag => {
@@ -451,8 +506,9 @@ impl Replicator {
                     // task carries its tags.
                     return Ok(Step::Done);
                 }
-                return Err(TaskError::Retryable(
-                    "the destination holds another version of the key".into(),
+                return Err(TaskError::retryable(
+                    "destination-differs",
+                    "the destination holds another version of the key",
                 ));
             }
             Some(_) => {}
@@ -477,16 +533,20 @@ impl Replicator {
     pub(crate) fn data_key(&self, sse: Option<&SseInfo>) -> Result<Option<DataKey>, TaskError> {
         let Some(info) = sse else { return Ok(None) };
         if info.is_customer() {
-            return Err(TaskError::Permanent(
-                "sse-c: an SSE-C object is not replicated (its key is never stored)".into(),
+            return Err(TaskError::permanent(
+                "sse-c",
+                "sse-c: an SSE-C object is not replicated (its key is never stored)",
             ));
         }
         let ring = self.cfg.sse_keys.as_ref().ok_or_else(|| {
-            TaskError::Permanent("sse-s3: this replicator has no key ring (--sse-key-file)".into())
+            TaskError::permanent(
+                "sse-s3",
+                "sse-s3: this replicator has no key ring (--sse-key-file)",
+            )
         })?;
         ring.open(info)
             .map(Some)
-            .map_err(|e| TaskError::Permanent(format!("sse-s3: {e}")))
+            .map_err(|e| TaskError::permanent("sse-s3", format!("sse-s3: {e}")))
     }
 
     /// How to open an encrypted version's data (None: in the clear).
@@ -501,7 +561,7 @@ impl Replicator {
             .map(|p| (p.size, p.sse_nonce.as_slice()))
             .collect();
         let segments = sse::segments_of(info, v.size, &parts)
-            .map_err(|e| TaskError::Permanent(format!("sse-s3: {e}")))?;
+            .map_err(|e| TaskError::permanent("sse-s3", format!("sse-s3: {e}")))?;
         Ok(Some(Sealed { dek, segments }))
     }
 

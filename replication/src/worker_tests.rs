@@ -161,14 +161,21 @@ async fn lanes_lease_within_budget_ack_in_batches_and_stop() {
     // Unknown remote: retried with a delay within the backoff cap...
     let now = now_ms();
     match outcome("r-retry") {
-        TaskOutcome::Retry { error, retry_at_ms } => {
+        TaskOutcome::Retry {
+            error,
+            retry_at_ms,
+            cause,
+        } => {
             assert!(error.contains("nowhere"), "{error}");
+            assert_eq!(cause, "remote-not-registered");
             assert!(retry_at_ms <= now + 200 * 4, "{retry_at_ms} vs {now}");
             assert!(retry_at_ms >= now - 20_000);
         }
         other => panic!("unknown remote: {other:?}"),
     }
     // ...or FAILED on its last attempt.
-    assert!(matches!(outcome("r-last"), TaskOutcome::Failed { .. }));
+    assert!(
+        matches!(outcome("r-last"), TaskOutcome::Failed { cause, .. } if cause == "remote-not-registered")
+    );
     assert_eq!(q.acks.len(), 152, "each task acknowledged once");
 }

@@ -55,7 +55,7 @@ pub enum AdminCommand {
     /// Remote regions (or any S3 endpoint) that buckets replicate to.
     #[command(subcommand)]
     Remote(RemoteCommand),
-    /// Replication status and failed-task retries.
+    /// Replication status, the SLA report and failed-task retries.
     #[command(subcommand)]
     Replication(ReplicationCommand),
     /// Meta group membership: status, init, add-meta, remove-meta, compact.
@@ -135,6 +135,18 @@ pub enum ReplicationCommand {
     Status { bucket: Option<String> },
     /// Put a bucket's FAILED tasks back in their lanes.
     RetryFailed { bucket: String },
+    /// The SLA report: per rule and per hour, operations replicated, the
+    /// share within the threshold, p50/p99/p99.9 latency, operations that
+    /// missed the threshold, failures by cause; and the period's total.
+    Report {
+        bucket: String,
+        /// How far back: a number and s, m, h or d (30 days at most).
+        #[arg(long, default_value = super::server::DEFAULT_REPORT_PERIOD)]
+        since: String,
+        /// One rule only.
+        #[arg(long)]
+        rule: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -558,6 +570,11 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                 println!("{t}");
             }
         }
+        AdminCommand::Replication(ReplicationCommand::Report {
+            bucket,
+            since,
+            rule,
+        }) => super::report::run(&client, a.json, bucket, since, rule.as_deref()).await?,
         AdminCommand::Replication(ReplicationCommand::RetryFailed { bucket }) => {
             let q = format!(
                 "/admin/v1/replication/retry-failed?bucket={}",
@@ -691,7 +708,7 @@ async fn account_command(
     Ok(())
 }
 
-fn percent_encode(s: &str) -> String {
+pub(crate) fn percent_encode(s: &str) -> String {
     godwit_common::uri::uri_encode(s, true)
 }
 

@@ -3,4 +3,5 @@
 
 pub mod cli;
 pub mod cluster;
+mod report;
 pub mod server;

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use godwit_common::replication::{RemoteInfo, RuleStats};
+use godwit_common::sla::{parse_period, SlaReport};
 use godwit_common::types::{AccessKey, Account};
 use godwit_common::{AdminMeta, BlockMeta, MetaError, ObjectMeta};
 use godwit_gateway::auth::{self, SecretLookup};
@@ -161,6 +162,9 @@ impl IntoResponse for AdminError {
             AdminError::BadRequest(m) => (StatusCode::BAD_REQUEST, m),
             AdminError::Meta(MetaError::NoSuchAccessKey) => {
                 (StatusCode::NOT_FOUND, "no such access key".into())
+            }
+            AdminError::Meta(MetaError::NoSuchBucket) => {
+                (StatusCode::NOT_FOUND, "no such bucket".into())
             }
             AdminError::Meta(MetaError::NoSuchAccount) => {
                 (StatusCode::NOT_FOUND, "no such account".into())
@@ -606,6 +610,40 @@ async fn replication_status(
     ))
 }
 
+/// The period of a report asked without `since`.
+pub const DEFAULT_REPORT_PERIOD: &str = "24h";
+
+#[derive(Deserialize)]
+struct ReportQuery {
+    bucket: Option<String>,
+    /// `7d`, `36h`, ... (`sla::parse_period`); default a day.
+    since: Option<String>,
+    /// One rule's rows only.
+    rule: Option<String>,
+}
+
+/// `GET /admin/v1/replication/report?bucket=B[&since=7d][&rule=ID]`: the
+/// SLA report of a bucket's rules (`godwit_common::sla`).
+async fn replication_report(
+    State(s): State<Arc<AdminState>>,
+    Query(q): Query<ReportQuery>,
+    req: Request,
+) -> Result<Json<SlaReport>, AdminError> {
+    require_root(&s, req).await?;
+    let bucket = q
+        .bucket
+        .ok_or_else(|| AdminError::BadRequest("bucket is required".into()))?;
+    let period = parse_period(q.since.as_deref().unwrap_or(DEFAULT_REPORT_PERIOD))
+        .map_err(AdminError::BadRequest)?;
+    let rule = q.rule.as_deref().filter(|r| !r.is_empty());
+    Ok(Json(
+        s.meta()?
+            .admin
+            .replication_report(&bucket, rule, period)
+            .await?,
+    ))
+}
+
 #[derive(Serialize, Deserialize)]
 pub struct RetryOutcome {
     pub requeued: u64,
@@ -665,6 +703,7 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/admin/v1/remotes", get(list_remotes).post(add_remote))
         .route("/admin/v1/remotes/{name}", delete(remove_remote))
         .route("/admin/v1/replication/status", get(replication_status))
+        .route("/admin/v1/replication/report", get(replication_report))
         .route("/admin/v1/replication/retry-failed", post(retry_failed))
         .route("/admin/v1/datanodes", get(list_datanodes))
         .route(

@@ -1,6 +1,6 @@
 //! `AdminMeta`: what the operator changes. Raft status, the datanodes'
-//! state and their decommissioning, access keys, remotes, and requeuing
-//! failed replication tasks.
+//! state and their decommissioning, access keys, remotes, requeuing
+//! failed replication tasks, and the replication SLA report.
 //!
 //! Held by the admin API and CLI and by the role wiring (which installs
 //! the root key). Reads the S3 path needs too (one access key, the
@@ -29,6 +29,7 @@ request_enum! {
         PutRemote { remote: RemoteInfo },
         DeleteRemote { name: String },
         RetryFailed { bucket: String },
+        ReplicationReport { bucket: String, rule_id: Option<String>, period_ms: i64 },
     }
 }
 
@@ -43,6 +44,7 @@ pub enum AdminResponse {
     Account(Account),
     Accounts(Vec<Account>),
     Count(u64),
+    Report(crate::sla::SlaReport),
 }
 
 impl MetaRequest for AdminRequest {
@@ -57,7 +59,7 @@ impl MetaRequest for AdminRequest {
         use AdminRequest::*;
         matches!(
             self,
-            Status | DatanodeStatus | ListAccessKeys | ListAccounts
+            Status | DatanodeStatus | ListAccessKeys | ListAccounts | ReplicationReport { .. }
         )
     }
 
@@ -130,6 +132,24 @@ pub trait AdminMeta: Send + Sync + 'static {
     /// `NoSuchRemote`; `InvalidRequest` while a rule still names it.
     async fn delete_remote(&self, name: &str) -> MetaResult<()> {
         ask!(self, AdminRequest::DeleteRemote { name: name.into() } => AdminResponse::Done)
+    }
+    /// The SLA report of `bucket`'s rules (of `rule_id` only, when given)
+    /// over the last `period_ms` (from the start of the hour it began in,
+    /// by meta's clock; 30 days at most): per hour and in total,
+    /// operations replicated, the share within the threshold, latency
+    /// percentiles, misses and failures by cause. `NoSuchBucket`.
+    async fn replication_report(
+        &self,
+        bucket: &str,
+        rule_id: Option<&str>,
+        period_ms: i64,
+    ) -> MetaResult<crate::sla::SlaReport> {
+        let req = AdminRequest::ReplicationReport {
+            bucket: bucket.into(),
+            rule_id: rule_id.map(str::to_string),
+            period_ms,
+        };
+        ask!(self, req => AdminResponse::Report)
     }
     /// Puts a bucket's failed tasks back in their lanes; returns how many.
     async fn retry_failed(&self, bucket: &str) -> MetaResult<u64> {

@@ -197,6 +197,12 @@ mod tests {
             }
             .retry_safe(),
             AdminRequest::Status.retry_safe(),
+            AdminRequest::ReplicationReport {
+                bucket: "b".into(),
+                rule_id: None,
+                period_ms: 1,
+            }
+            .retry_safe(),
         ];
         assert!(reads.iter().all(|safe| *safe), "{reads:?}");
         assert_eq!(ObjectRequest::ListBuckets.name(), "ListBuckets");

@@ -11,6 +11,7 @@ mod multipart;
 mod objects;
 pub(crate) mod outbox;
 mod replication;
+pub(crate) mod sla;
 pub(crate) mod streaming;
 
 use godwit_common::bucket_config::ConfigChange;

@@ -17,6 +17,7 @@ use godwit_common::MetaError;
 
 use super::load_bucket;
 use super::outbox::{self, Destination, TaskSubject};
+use super::sla::{self, SlaBatch};
 use super::streaming;
 use crate::command::Reply;
 use crate::store::overlay::Overlay;
@@ -172,13 +173,18 @@ fn forget_rule_state(tx: &mut Overlay, bucket: &str, rule_id: &str) -> Result<()
         tx.delete(CF_REPL_STATE, k);
     }
     tx.delete(CF_REPL_STATE, outbox::backfill_key(bucket, rule_id));
-    Ok(())
+    sla::forget(tx, bucket, Some(rule_id))
 }
 
 /// A deleted bucket takes its configuration and figures with it (a bucket
 /// created again under the name starts clean). Queued tasks stay: they
 /// describe mutations that happened.
 pub(super) fn forget_bucket(tx: &mut Overlay, bucket: &str) -> Result<(), MetaError> {
+    // Only a bucket with rules can have SLA rows worth a scan (one whose
+    // rules went earlier keeps its rows until they age out).
+    if tx.get(CF_REPL_RULES, bucket.as_bytes())?.is_some() {
+        sla::forget(tx, bucket, None)?;
+    }
     tx.delete(CF_REPL_RULES, bucket.as_bytes().to_vec());
     for kind in ["c", "b"] {
         let mut prefix = joined(&[kind, bucket]);
@@ -329,6 +335,7 @@ pub(super) fn ack_tasks(
     now_ms: i64,
     max_attempts: u32,
 ) -> Result<Reply, MetaError> {
+    let mut report = SlaBatch::new(now_ms);
     for (id, outcome) in acks {
         let Some(qk) = tx.get(CF_REPL_TASK_INDEX, id.as_bytes())? else {
             continue; // acknowledged already
@@ -339,25 +346,30 @@ pub(super) fn ack_tasks(
         };
         let mut task: ReplicationTask = decode(&raw)?;
         match outcome {
-            TaskOutcome::Done { .. } => {
+            TaskOutcome::Done { latency_ms } => {
                 tx.delete(CF_REPL_QUEUE, qk);
                 tx.delete(CF_REPL_TASK_INDEX, id.into_bytes());
-                let missed = task
-                    .rtc_minutes
-                    .is_some_and(|m| task.created_ms + i64::from(m) * 60_000 < now_ms);
+                let past = |minutes: u32| task.created_ms + i64::from(minutes) * 60_000 < now_ms;
+                let missed = task.rtc_minutes.is_some_and(past);
                 outbox::bump_counters(tx, &task, |c| {
                     c.completed_total += 1;
                     if missed {
                         c.rtc_missed_total += 1;
                     }
                 })?;
+                report.done(tx, &task, latency_ms, past(sla::threshold_minutes(&task)))?;
                 outbox::settle_version(tx, &task, outbox::task_done)?;
                 streaming::on_task_done(tx, &task)?;
             }
-            TaskOutcome::Retry { error, retry_at_ms } => {
+            TaskOutcome::Retry {
+                error,
+                retry_at_ms,
+                cause,
+            } => {
                 task.attempts += 1;
                 task.last_error = Some(error);
                 if task.attempts >= max_attempts {
+                    report.failed(tx, &task, &cause)?;
                     fail(tx, task, qk)?;
                 } else {
                     let (_, _, seq) = parse_queue_key(&qk)
@@ -366,13 +378,15 @@ pub(super) fn ack_tasks(
                     outbox::put_queued(tx, &task, retry_at_ms, seq);
                 }
             }
-            TaskOutcome::Failed { error } => {
+            TaskOutcome::Failed { error, cause } => {
                 task.attempts += 1;
                 task.last_error = Some(error);
+                report.failed(tx, &task, &cause)?;
                 fail(tx, task, qk)?;
             }
         }
     }
+    report.flush(tx)?;
     Ok(Reply::Done)
 }
 
