@@ -267,6 +267,36 @@ pub(super) fn completed(body: &str) -> Completed {
     }
 }
 
+#[derive(Deserialize)]
+struct CopyObjectResult {
+    #[serde(rename = "ETag")]
+    etag: Option<String>,
+}
+
+/// The ETag (unquoted) of a CopyObjectResult, if the answer is one.
+pub(super) fn copy_result_etag(body: &str) -> Option<String> {
+    from_str::<CopyObjectResult>(body)
+        .ok()?
+        .etag
+        .as_deref()
+        .map(unquote)
+}
+
+/// The PutObjectRetention document (`until`: RFC 3339).
+pub(super) fn retention(mode: &str, until: &str) -> String {
+    format!(
+        "<Retention xmlns=\"{S3_NS}\"><Mode>{}</Mode><RetainUntilDate>{}</RetainUntilDate></Retention>",
+        quick_xml::escape::escape(mode),
+        quick_xml::escape::escape(until)
+    )
+}
+
+/// The PutObjectLegalHold document.
+pub(super) fn legal_hold(on: bool) -> String {
+    let status = if on { "ON" } else { "OFF" };
+    format!("<LegalHold xmlns=\"{S3_NS}\"><Status>{status}</Status></LegalHold>")
+}
+
 /// An ETag without its quotes.
 pub(super) fn unquote(s: &str) -> String {
     s.trim().trim_matches('"').to_string()
