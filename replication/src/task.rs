@@ -970,6 +970,64 @@ mod tests {
     }
 
     #[test]
+    fn a_destination_head_shows_the_version_only_with_its_metadata_and_time() {
+        let mut v = version_with(Checksums::default(), vec![]);
+        v.last_modified_ms = 1_700_000_000_123;
+        v.headers.content_type = Some("text/csv".into());
+        v.user_meta = BTreeMap::from([
+            ("Colour".to_string(), "blue".to_string()),
+            ("city".to_string(), "Zürich".to_string()),
+        ]);
+        let head = |ct: &str, meta: &[(&str, &str)]| RemoteObject {
+            size: v.size,
+            etag: v.etag.clone(),
+            version_id: None,
+            replication_status: None,
+            replica_of: None,
+            content_type: Some(ct.into()),
+            user_meta: meta
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        let carried = [
+            ("colour", "blue"),
+            ("city", "=?UTF-8?B?WsO8cmljaA==?="),
+            ("godwit-original-last-modified", "2023-11-14T22:13:20.123Z"),
+        ];
+        let have = head("text/csv", &carried);
+        assert!(metadata_matches(&have, &v));
+        assert!(shows_version(&have, &v));
+        // The same bytes and metadata of an earlier version (an in-place
+        // copy that changed nothing HEAD shows): another version.
+        let earlier = head(
+            "text/csv",
+            &[
+                carried[0],
+                carried[1],
+                ("godwit-original-last-modified", "2023-11-14T22:13:20.000Z"),
+            ],
+        );
+        assert!(metadata_matches(&earlier, &v));
+        assert!(!shows_version(&earlier, &v));
+        // Metadata that differs: a value, a key too many or too few, the
+        // Content-Type.
+        assert!(!metadata_matches(
+            &head("text/csv", &[("colour", "red"), carried[1]]),
+            &v
+        ));
+        assert!(!metadata_matches(
+            &head("text/csv", &[carried[0], carried[1], ("x", "1")]),
+            &v
+        ));
+        assert!(!metadata_matches(&head("text/csv", &[carried[0]]), &v));
+        assert!(!metadata_matches(&head("text/plain", &carried), &v));
+        // A version without a Content-Type takes the destination's default.
+        v.headers.content_type = None;
+        assert!(metadata_matches(&head("binary/octet-stream", &carried), &v));
+    }
+
+    #[test]
     fn meta_errors_map_to_the_right_outcome_class() {
         assert!(matches!(
             TaskError::from(MetaError::NoSuchVersion),
