@@ -487,8 +487,10 @@ impl RemoteClient {
         let path = object_path(bucket, key);
         headers.push(("x-amz-copy-source".into(), path.clone()));
         headers.push(("x-amz-copy-source-if-match".into(), format!("\"{etag}\"")));
+        // An explicit empty body: a PUT without Content-Length may be
+        // refused (411).
         let resp = self
-            .send_op(op, Method::PUT, &path, &headers, Body::Empty)
+            .send_op(op, Method::PUT, &path, &headers, Body::Bytes(Bytes::new()))
             .await?;
         let resp = check(op, resp).await?;
         let status = resp.status().as_u16();

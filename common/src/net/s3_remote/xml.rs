@@ -443,6 +443,25 @@ mod tests {
     }
 
     #[test]
+    fn lock_documents_and_copy_answers() {
+        assert_eq!(
+            retention("GOVERNANCE", "2030-01-01T00:00:00Z"),
+            format!("<Retention xmlns=\"{S3_NS}\"><Mode>GOVERNANCE</Mode><RetainUntilDate>2030-01-01T00:00:00Z</RetainUntilDate></Retention>")
+        );
+        assert_eq!(
+            legal_hold(false),
+            format!("<LegalHold xmlns=\"{S3_NS}\"><Status>OFF</Status></LegalHold>")
+        );
+        let ok = r#"<?xml version="1.0" encoding="UTF-8"?>
+<CopyObjectResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LastModified>2026-01-01T00:00:00.000Z</LastModified><ETag>&quot;abc&quot;</ETag></CopyObjectResult>"#;
+        assert_eq!(copy_result_etag(ok).as_deref(), Some("abc"));
+        assert_eq!(error_code(ok), None);
+        // S3 may answer a copy 200 with an error document.
+        let failed = "<Error><Code>InternalError</Code><Message>x</Message></Error>";
+        assert_eq!(error_code(failed).as_deref(), Some("InternalError"));
+    }
+
+    #[test]
     fn request_documents_escape_their_text() {
         let tags = BTreeMap::from([
             ("a<b".to_string(), "x&y".to_string()),
