@@ -535,16 +535,19 @@ impl Replicator {
             (MetadataChange::ObjectLock, None) => Err(TaskError::Retryable(
                 "the destination does not have the object yet".into(),
             )),
-            (MetadataChange::ObjectLock, Some(_)) if !same_bytes => {
-                if !v.is_latest {
-                    // A newer version replaced it at the source; the
-                    // destination's latest is not its copy.
-                    return Ok(Step::Done);
-                }
-                Err(TaskError::Retryable(
-                    "the destination holds another version of the key".into(),
-                ))
+            // The destination's latest is the copy of another version (a
+            // newer one at the source, or one made of the same bytes):
+            // the replicator knows no version id there to aim at, so an
+            // older version's change stays at the source, as on a
+            // destination the version never reached.
+            (MetadataChange::ObjectLock, Some(h))
+                if !(v.is_latest || same_bytes && shows_version_time(&h, v)) =>
+            {
+                Ok(Step::Done)
             }
+            (MetadataChange::ObjectLock, Some(_)) if !same_bytes => Err(TaskError::Retryable(
+                "the destination holds another version of the key".into(),
+            )),
             (MetadataChange::ObjectLock, Some(_)) => {
                 let until = v.lock.retention.map(|r| rfc3339(r.retain_until_ms));
                 let retention = v
@@ -787,9 +790,13 @@ pub(crate) fn metadata_matches(have: &RemoteObject, v: &ObjectVersion) -> bool {
 /// original last-modified time (which every copy the replicator makes
 /// carries as user metadata).
 pub(crate) fn shows_version(have: &RemoteObject, v: &ObjectVersion) -> bool {
+    shows_version_time(have, v) && metadata_matches(have, v)
+}
+
+/// Whether a destination's HEAD carries `v`'s original last-modified time.
+fn shows_version_time(have: &RemoteObject, v: &ObjectVersion) -> bool {
     have.user_meta.get(ORIGINAL_MTIME_META).map(String::as_str)
         == Some(rfc3339(v.last_modified_ms).as_str())
-        && metadata_matches(have, v)
 }
 
 /// The `x-amz-object-lock-*` headers that carry a version's retention and
