@@ -21,6 +21,7 @@ import datetime
 import re
 
 import requests
+from botocore.exceptions import ClientError
 
 from s3util import MIB, make_client, random_bytes, unique_bucket_name, wait_until
 from test_replication_e2e import (  # noqa: F401  (fixtures)
@@ -194,7 +195,12 @@ def test_legal_hold_and_retention_changes_reach_the_destination(source, dest):
                             Retention={"Mode": "GOVERNANCE", "RetainUntilDate": until})
 
     def retention():
-        r = dest.get_object_retention(Bucket=d, Key="k")["Retention"]
+        try:
+            r = dest.get_object_retention(Bucket=d, Key="k")["Retention"]
+        except ClientError as e:
+            # Not there yet.
+            assert e.response["Error"]["Code"] == "NoSuchObjectLockConfiguration", e
+            return None
         return r["Mode"], r["RetainUntilDate"]
 
     wait_until(lambda: retention() == ("GOVERNANCE", until), DEADLINE,
