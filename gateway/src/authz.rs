@@ -138,13 +138,15 @@ pub fn replica_action(ep: &Endpoint) -> Option<&'static str> {
 }
 
 /// Whether the caller may read `bucket/key` as a copy's source (the
-/// same right as a GetObject of it).
+/// same right as a GetObject of it). `copy_to`: the bucket and key the
+/// copy writes (None when nothing is written, e.g. a symlink followed).
 pub async fn authorize_copy_source(
     gw: &Gateway,
     a: &Access<'_>,
     bucket: &str,
     key: &str,
     version_id: Option<&str>,
+    copy_to: Option<(&str, &str)>,
 ) -> Result<(), S3Error> {
     if a.caller.is_root {
         return Ok(());
@@ -155,7 +157,7 @@ pub async fn authorize_copy_source(
         // destination already holds there, which `authorize` checked
         // `s3:ReplicateObject` for. A replication worker copies nothing
         // else.
-        let in_place = a.bucket == Some(bucket) && a.key == Some(key) && version_id.is_none();
+        let in_place = copy_to == Some((bucket, key)) && version_id.is_none();
         return if in_place { Ok(()) } else { Err(denied()) };
     }
     let action = match version_id {

@@ -88,6 +88,7 @@ async fn load_source(ctx: &Ctx) -> Result<(CopySource, ObjectRead), S3Error> {
         &src.bucket,
         &src.key,
         src.version_id.as_deref(),
+        Some((ctx.bucket(), ctx.key())),
     )
     .await?;
     let obj = ctx
