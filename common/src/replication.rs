@@ -228,13 +228,43 @@ pub enum TaskKind {
     MultipartCompleted { upload_id: String },
     /// AbortMultipartUpload at the source.
     MultipartAborted { upload_id: String },
-    /// Tags or metadata of an existing version changed.
+    /// Tags of an existing version changed (PutObjectTagging,
+    /// DeleteObjectTagging): PutObjectTagging at the destination.
     TagsChanged,
     /// A key of an unversioned bucket was deleted (its "null" version is
     /// gone, no marker remains): delete the key at the destination, unless
     /// the source has written it again since (OSS rules with Action ALL or
     /// DELETE).
     KeyDeleted,
+    /// What is said about the bytes changed, not the bytes: the
+    /// destination already holds them and gets the new metadata without
+    /// them crossing again (falling back to the whole version when it
+    /// does not). A build from before this variant cannot read such a
+    /// task; every build reads the tasks of older ones.
+    MetadataChanged { change: MetadataChange },
+}
+
+/// What a `TaskKind::MetadataChanged` task carries to the destination.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataChange {
+    /// A new version whose data is the data of the version it replaced as
+    /// the key's latest (a CopyObject of the key onto itself with
+    /// `x-amz-metadata-directive: REPLACE`, which names the same blocks):
+    /// the destination makes its new version by the same copy in place.
+    SameDataNewVersion,
+    /// The Object Lock retention or legal hold of an existing version
+    /// (PutObjectRetention, PutObjectLegalHold): set on the destination's
+    /// copy of that version, as AWS replicates retention changes.
+    ObjectLock,
+}
+
+impl MetadataChange {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetadataChange::SameDataNewVersion => "same_data_version",
+            MetadataChange::ObjectLock => "object_lock",
+        }
+    }
 }
 
 impl TaskKind {
@@ -248,6 +278,7 @@ impl TaskKind {
             TaskKind::MultipartAborted { .. } => "multipart_abort",
             TaskKind::TagsChanged => "tags",
             TaskKind::KeyDeleted => "key_delete",
+            TaskKind::MetadataChanged { .. } => "metadata",
         }
     }
 }
@@ -375,4 +406,65 @@ pub struct ReplUpload {
     /// Set once the source completed: the new version and the part list
     /// the client sent (number, unquoted etag).
     pub completed: Option<(String, Vec<(u32, String)>)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{decode, encode, Format};
+
+    fn task(kind: TaskKind) -> ReplicationTask {
+        ReplicationTask {
+            id: "0000000000000001".into(),
+            bucket: "b".into(),
+            key: "k".into(),
+            version_id: Some("v".into()),
+            kind,
+            rule_id: "r".into(),
+            remote: "eu".into(),
+            destination_bucket: "d".into(),
+            lane: Lane::Standard,
+            created_ms: 7,
+            size: 0,
+            attempts: 0,
+            last_error: None,
+            rtc_minutes: None,
+        }
+    }
+
+    #[test]
+    fn metadata_tasks_round_trip_in_both_formats() {
+        for change in [
+            MetadataChange::SameDataNewVersion,
+            MetadataChange::ObjectLock,
+        ] {
+            let t = task(TaskKind::MetadataChanged { change });
+            for f in [Format::Json, Format::Packed] {
+                assert_eq!(decode::<ReplicationTask>(&encode(f, &t)).unwrap(), t);
+            }
+        }
+    }
+
+    #[test]
+    fn tasks_written_before_metadata_changes_still_decode() {
+        // As builds before `MetadataChanged` wrote them (JSON rows).
+        let old = br#"{"id":"1","bucket":"b","key":"k","version_id":"v","kind":"TagsChanged","rule_id":"r","remote":"eu","destination_bucket":"d","lane":"Standard","created_ms":7,"size":0,"attempts":0}"#;
+        let t: ReplicationTask = decode(old).unwrap();
+        assert_eq!(t.kind, TaskKind::TagsChanged);
+        let old = br#"{"id":"1","bucket":"b","key":"k","version_id":null,"kind":{"PartCommitted":{"upload_id":"u","part_number":2}},"rule_id":"r","remote":"eu","destination_bucket":"d","lane":"Rtc","created_ms":7,"size":5,"attempts":1}"#;
+        let t: ReplicationTask = decode(old).unwrap();
+        assert_eq!(
+            t.kind,
+            TaskKind::PartCommitted {
+                upload_id: "u".into(),
+                part_number: 2
+            }
+        );
+        // And packed rows of every older kind.
+        let t = task(TaskKind::NewVersion);
+        assert_eq!(
+            decode::<ReplicationTask>(&encode(Format::Packed, &t)).unwrap(),
+            t
+        );
+    }
 }

@@ -76,12 +76,7 @@ pub async fn authorize(gw: &Gateway, a: &Access<'_>) -> Result<(), S3Error> {
     if a.caller.is_root {
         return Ok(());
     }
-    let internal = a
-        .parts
-        .headers
-        .keys()
-        .any(|k| k.as_str().starts_with("x-godwit-"));
-    if internal {
+    if carries_internal_headers(a) {
         let (Some(action), Some(bucket), Some(key)) = (replica_action(a.ep), a.bucket, a.key)
         else {
             return Err(denied());
@@ -111,14 +106,27 @@ pub async fn authorize(gw: &Gateway, a: &Access<'_>) -> Result<(), S3Error> {
     }
 }
 
+/// Whether the request carries Godwit's internal headers (`x-godwit-*`).
+fn carries_internal_headers(a: &Access<'_>) -> bool {
+    a.parts
+        .headers
+        .keys()
+        .any(|k| k.as_str().starts_with("x-godwit-"))
+}
+
 /// The action a replica write needs at its destination (AWS's replication
-/// permissions): objects and their parts `s3:ReplicateObject`, deletes
+/// permissions): objects and their parts `s3:ReplicateObject` (so does
+/// a copy in place that carries a metadata-only change, and an Object Lock
+/// change, which AWS replicates with the object), deletes
 /// `s3:ReplicateDelete`, tags `s3:ReplicateTags`. None: the operation
 /// never carries a replica.
 pub fn replica_action(ep: &Endpoint) -> Option<&'static str> {
     use Endpoint::*;
     match ep {
         PutObject
+        | CopyObject
+        | PutObjectRetention
+        | PutObjectLegalHold
         | CreateMultipartUpload
         | UploadPart { .. }
         | CompleteMultipartUpload { .. }
@@ -130,16 +138,27 @@ pub fn replica_action(ep: &Endpoint) -> Option<&'static str> {
 }
 
 /// Whether the caller may read `bucket/key` as a copy's source (the
-/// same right as a GetObject of it).
+/// same right as a GetObject of it). `copy_to`: the bucket and key the
+/// copy writes (None when nothing is written, e.g. a symlink followed).
 pub async fn authorize_copy_source(
     gw: &Gateway,
     a: &Access<'_>,
     bucket: &str,
     key: &str,
     version_id: Option<&str>,
+    copy_to: Option<(&str, &str)>,
 ) -> Result<(), S3Error> {
     if a.caller.is_root {
         return Ok(());
+    }
+    if carries_internal_headers(a) {
+        // A replica copy is a metadata-only change replicated from another
+        // region: a copy of the key onto itself, naming only bytes the
+        // destination already holds there, which `authorize` checked
+        // `s3:ReplicateObject` for. A replication worker copies nothing
+        // else.
+        let in_place = copy_to == Some((bucket, key)) && version_id.is_none();
+        return if in_place { Ok(()) } else { Err(denied()) };
     }
     let action = match version_id {
         Some(_) => "s3:GetObjectVersion",

@@ -392,6 +392,81 @@ async fn replicas_are_never_replicated_again() {
     m.shutdown().await;
 }
 
+/// A version that names the bytes of the version it replaces (an in-place
+/// copy with new metadata) and an Object Lock change of an existing
+/// version are metadata-only: `MetadataChanged` tasks that count no bytes
+/// and drive the version's status like any other.
+#[tokio::test]
+async fn in_place_copies_and_lock_changes_enqueue_metadata_changed() {
+    use godwit_common::object_lock::{LockChange, ObjectLockConfiguration};
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path()).await;
+    setup(&*m, vec![rule("all", 1, "", "r1", "d1")]).await;
+    m.change_bucket_config(
+        "src",
+        godwit_common::bucket_config::ConfigChange::ObjectLock(ObjectLockConfiguration {
+            default_retention: None,
+        }),
+    )
+    .await
+    .unwrap();
+
+    let v1 = m.put_object(inline("src", "k", b"abc")).await.unwrap();
+    let t = lease_all(&*m).await;
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].kind, TaskKind::NewVersion);
+    assert_eq!(t[0].size, 3);
+    done(&*m, &[&t[0].id]).await;
+
+    // The same bytes with new metadata: what CopyObject onto itself with
+    // REPLACE commits.
+    let mut copy = inline("src", "k", b"abc");
+    copy.user_meta.insert("colour".into(), "blue".into());
+    let v2 = m.put_object(copy).await.unwrap();
+    assert_ne!(v2.version_id, v1.version_id);
+    assert_eq!(v2.replication_status, Some(ReplicationStatus::Pending));
+    let t = lease_all(&*m).await;
+    assert_eq!(t.len(), 1);
+    assert_eq!(
+        t[0].kind,
+        TaskKind::MetadataChanged {
+            change: MetadataChange::SameDataNewVersion
+        }
+    );
+    assert_eq!(t[0].version_id.as_deref(), Some(v2.version_id.as_str()));
+    assert_eq!(t[0].size, 0, "a metadata change moves no bytes");
+    done(&*m, &[&t[0].id]).await;
+    assert_eq!(
+        status_of(&*m, "k", &v2.version_id).await,
+        Some(ReplicationStatus::Completed)
+    );
+
+    // Other bytes are a new version; so are the same bytes over a delete
+    // marker (the marker holds none).
+    m.put_object(inline("src", "k", b"abd")).await.unwrap();
+    m.delete_object("src", "k", None).await.unwrap();
+    m.put_object(inline("src", "k", b"abd")).await.unwrap();
+    let kinds: Vec<TaskKind> = lease_all(&*m).await.into_iter().map(|t| t.kind).collect();
+    assert_eq!(kinds, [TaskKind::NewVersion, TaskKind::NewVersion]);
+
+    // A legal hold on the latest version.
+    let held = m
+        .set_object_lock("src", "k", None, LockChange::LegalHold(true), false)
+        .await
+        .unwrap();
+    assert_eq!(held.replication_status, Some(ReplicationStatus::Pending));
+    let t = lease_all(&*m).await;
+    assert_eq!(t.len(), 1);
+    assert_eq!(
+        t[0].kind,
+        TaskKind::MetadataChanged {
+            change: MetadataChange::ObjectLock
+        }
+    );
+    assert_eq!(t[0].version_id.as_deref(), Some(held.version_id.as_str()));
+    m.shutdown().await;
+}
+
 #[tokio::test]
 async fn object_tags_replace_and_enqueue_tags_changed() {
     let dir = tempfile::tempdir().unwrap();

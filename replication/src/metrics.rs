@@ -16,6 +16,8 @@
 //!
 //! And `godwit_replication_skipped_total{reason}`,
 //! `godwit_replication_sent_bytes_total{destination,lane}`,
+//! `godwit_replication_metadata_only_total{change}` (a copy in place or an
+//! Object Lock change applied without the bytes),
 //! `godwit_replication_task_outcomes_total{lane,outcome}`.
 
 use std::collections::{HashMap, HashSet};
@@ -44,6 +46,7 @@ pub(crate) struct Metrics {
     pub latency: HistogramVec,
     pub skipped: IntCounterVec,
     pub sent_bytes: IntCounterVec,
+    pub metadata_only: IntCounterVec,
     pub outcomes: IntCounterVec,
     pub pending_operations: prometheus::GaugeVec,
     pub pending_bytes: prometheus::GaugeVec,
@@ -77,6 +80,11 @@ pub(crate) fn get() -> &'static Metrics {
             "godwit_replication_sent_bytes_total",
             "Object bytes sent to destinations",
             &["destination", "lane"],
+        ),
+        metadata_only: counter(
+            "godwit_replication_metadata_only_total",
+            "Metadata-only changes applied at destinations without sending the bytes",
+            &["change"],
         ),
         outcomes: counter(
             "godwit_replication_task_outcomes_total",

@@ -8,14 +8,16 @@ use std::sync::Arc;
 use futures::{StreamExt, TryStreamExt};
 use godwit_common::net::s3_remote::{
     content_md5_from_etag, tagging_header, CompletePart, Headers, PartChecksum, RemoteError,
+    RemoteObject,
 };
 use godwit_common::object_read::read_data_range;
 use godwit_common::replication::{
-    ReplicationTask, TaskKind, TaskOutcome, ORIGINAL_MTIME_META, REPLICA_HEADER,
+    MetadataChange, ReplicationTask, TaskKind, TaskOutcome, ORIGINAL_MTIME_META, REPLICA_HEADER,
 };
 use godwit_common::sse::{self, DataKey, SseInfo};
 use godwit_common::types::{
-    ChecksumType, Checksums, ContentHeaders, ObjectData, ObjectVersion, ReadGrant, UploadInfo,
+    ChecksumType, Checksums, ContentHeaders, ObjectData, ObjectRead, ObjectVersion, ReadGrant,
+    UploadInfo,
 };
 use godwit_common::{ByteStream, MetaError};
 use tracing::Instrument;
@@ -165,6 +167,9 @@ impl Replicator {
             TaskKind::DeleteMarker => self.delete_marker(task, &remote).await,
             TaskKind::TagsChanged => self.tags_changed(task, &remote).await,
             TaskKind::KeyDeleted => self.key_deleted(task, &remote).await,
+            TaskKind::MetadataChanged { change } => {
+                self.metadata_changed(task, &remote, *change).await
+            }
             TaskKind::PartCommitted {
                 upload_id,
                 part_number,
@@ -278,10 +283,28 @@ impl Replicator {
                 .await?
             {
                 if have.etag == v.etag && have.size == v.size {
-                    return Ok(Step::Skipped("same_etag"));
+                    if metadata_matches(&have, v) {
+                        return Ok(Step::Skipped("same_etag"));
+                    }
+                    // The bytes are there under other metadata (a copy in
+                    // place queued by a build from before
+                    // `MetadataChanged`, or a destination seeded by other
+                    // means): the metadata goes alone.
+                    return self.copy_in_place(task, remote, v).await;
                 }
             }
         }
+        self.send_version(task, remote, &obj).await
+    }
+
+    /// Sends a version whole: its bytes and everything said about them.
+    async fn send_version(
+        &self,
+        task: &ReplicationTask,
+        remote: &Remote,
+        obj: &ObjectRead,
+    ) -> TaskResult {
+        let v = &obj.version;
         let mut headers = object_headers(
             &self.cfg.region,
             v.last_modified_ms,
@@ -526,6 +549,136 @@ impl Replicator {
         Ok(Step::Done)
     }
 
+    /// What is said about a version's bytes changed, not the bytes
+    /// (`MetadataChange`): the destination gets the change without them.
+    async fn metadata_changed(
+        &self,
+        task: &ReplicationTask,
+        remote: &Remote,
+        change: MetadataChange,
+    ) -> TaskResult {
+        let obj = self
+            .meta
+            .get_object(&task.bucket, &task.key, task.version_id.as_deref())
+            .await?;
+        let v = &obj.version;
+        if v.is_delete_marker {
+            return Ok(Step::Done);
+        }
+        let have = remote
+            .client
+            .head_object(&task.destination_bucket, &task.key)
+            .await?;
+        let same_bytes = have
+            .as_ref()
+            .is_some_and(|h| h.etag == v.etag && h.size == v.size);
+        match (change, have) {
+            // Already carried (the task ran before and its ack was lost):
+            // the destination's latest shows this version's time and
+            // metadata.
+            (MetadataChange::SameDataNewVersion, Some(h)) if same_bytes && shows_version(&h, v) => {
+                Ok(Step::Skipped("same_version"))
+            }
+            // The destination holds the bytes: a copy in place makes its
+            // new version from them.
+            (MetadataChange::SameDataNewVersion, Some(_)) if same_bytes => {
+                self.copy_in_place(task, remote, v).await
+            }
+            // It does not (the replaced version never reached it, or
+            // another replaced it there): the whole version goes.
+            (MetadataChange::SameDataNewVersion, _) => self.send_version(task, remote, &obj).await,
+            // As for tags: the version's own task brings it, and its lock.
+            (MetadataChange::ObjectLock, None) => Err(TaskError::Retryable(
+                "the destination does not have the object yet".into(),
+            )),
+            // The destination's latest is the copy of another version (a
+            // newer one at the source, or one made of the same bytes):
+            // the replicator knows no version id there to aim at, so an
+            // older version's change stays at the source, as on a
+            // destination the version never reached.
+            (MetadataChange::ObjectLock, Some(h))
+                if !(v.is_latest || same_bytes && shows_version_time(&h, v)) =>
+            {
+                Ok(Step::Done)
+            }
+            (MetadataChange::ObjectLock, Some(_)) if !same_bytes => Err(TaskError::Retryable(
+                "the destination holds another version of the key".into(),
+            )),
+            (MetadataChange::ObjectLock, Some(_)) => {
+                let until = v.lock.retention.map(|r| rfc3339(r.retain_until_ms));
+                let retention = v
+                    .lock
+                    .retention
+                    .as_ref()
+                    .zip(until.as_deref())
+                    .map(|(r, u)| (r.mode.as_str(), u));
+                remote
+                    .client
+                    .put_object_lock(
+                        &task.destination_bucket,
+                        &task.key,
+                        retention,
+                        v.lock.legal_hold,
+                        vec![replica_header(&self.cfg.region, v.last_modified_ms)],
+                    )
+                    .await?;
+                metrics::get()
+                    .metadata_only
+                    .with_label_values(&[change.as_str()])
+                    .inc();
+                Ok(Step::Done)
+            }
+        }
+    }
+
+    /// A CopyObject of the destination's latest version onto itself, with
+    /// `REPLACE` and everything said about `v`, provided the destination
+    /// still holds `v`'s bytes (its ETag): a new version there made of
+    /// the bytes it has, none sent. A Godwit destination takes it as a
+    /// replica (the replica header), so it keeps the source's time and
+    /// never travels back.
+    async fn copy_in_place(
+        &self,
+        task: &ReplicationTask,
+        remote: &Remote,
+        v: &ObjectVersion,
+    ) -> TaskResult {
+        if v.sse.as_ref().is_some_and(SseInfo::is_customer) {
+            // As `data_key` says: an SSE-C object is never replicated.
+            self.data_key(v.sse.as_ref())?;
+        }
+        let mut headers = object_headers(
+            &self.cfg.region,
+            v.last_modified_ms,
+            &v.headers,
+            &v.user_meta,
+        );
+        headers.push(("x-amz-metadata-directive".into(), "REPLACE".into()));
+        headers.push(("x-amz-tagging-directive".into(), "REPLACE".into()));
+        if !v.tags.is_empty() {
+            headers.push(("x-amz-tagging".into(), tagging_header(&v.tags)));
+        }
+        headers.extend(lock_headers(&v.lock));
+        headers.extend(sse_headers(v.sse.as_ref()));
+        match remote
+            .client
+            .copy_object_in_place(&task.destination_bucket, &task.key, &v.etag, headers)
+            .await
+        {
+            Ok(_) => {
+                metrics::get()
+                    .metadata_only
+                    .with_label_values(&[MetadataChange::SameDataNewVersion.as_str()])
+                    .inc();
+                Ok(Step::Done)
+            }
+            // The destination's latest changed since the HEAD: the next
+            // attempt looks again (and sends the bytes if they are gone).
+            Err(e) if e.status() == Some(412) => Err(TaskError::Retryable(e.to_string())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// The data key of an encrypted version or upload (None: its data is
     /// in the clear). SSE-C fails for good: the replicator never holds a
     /// customer's key (the key is never stored), so such an object cannot
@@ -663,6 +816,47 @@ pub(crate) fn object_headers(
     ));
     h.push(replica_header(region, mtime_ms));
     h
+}
+
+/// Whether what a destination's HEAD shows is said of the bytes as `v`
+/// says it: the same user metadata (but the original last-modified time,
+/// which differs between versions of the same bytes) and, when `v` has
+/// one, the same Content-Type. What a HEAD does not show (tags, Object
+/// Lock to a caller without the right) is not compared.
+pub(crate) fn metadata_matches(have: &RemoteObject, v: &ObjectVersion) -> bool {
+    if let Some(ct) = &v.headers.content_type {
+        if have.content_type.as_deref() != Some(header_safe(ct).as_str()) {
+            return false;
+        }
+    }
+    let theirs = have
+        .user_meta
+        .iter()
+        .filter(|(k, _)| *k != ORIGINAL_MTIME_META);
+    let ours: Vec<(String, String)> = v
+        .user_meta
+        .iter()
+        .filter(|(k, _)| *k != ORIGINAL_MTIME_META)
+        .map(|(k, val)| (k.to_ascii_lowercase(), header_safe(val)))
+        .collect();
+    let mut ours_sorted = ours;
+    ours_sorted.sort();
+    theirs
+        .map(|(k, val)| (k.clone(), val.clone()))
+        .eq(ours_sorted)
+}
+
+/// Whether a destination's HEAD shows `v` itself: its metadata and its
+/// original last-modified time (which every copy the replicator makes
+/// carries as user metadata).
+pub(crate) fn shows_version(have: &RemoteObject, v: &ObjectVersion) -> bool {
+    shows_version_time(have, v) && metadata_matches(have, v)
+}
+
+/// Whether a destination's HEAD carries `v`'s original last-modified time.
+fn shows_version_time(have: &RemoteObject, v: &ObjectVersion) -> bool {
+    have.user_meta.get(ORIGINAL_MTIME_META).map(String::as_str)
+        == Some(rfc3339(v.last_modified_ms).as_str())
 }
 
 /// The `x-amz-object-lock-*` headers that carry a version's retention and
@@ -840,6 +1034,64 @@ mod tests {
             CarriedChecksum::of_version(&version_with(Checksums::default(), vec![])),
             None
         );
+    }
+
+    #[test]
+    fn a_destination_head_shows_the_version_only_with_its_metadata_and_time() {
+        let mut v = version_with(Checksums::default(), vec![]);
+        v.last_modified_ms = 1_700_000_000_123;
+        v.headers.content_type = Some("text/csv".into());
+        v.user_meta = BTreeMap::from([
+            ("Colour".to_string(), "blue".to_string()),
+            ("city".to_string(), "Zürich".to_string()),
+        ]);
+        let head = |ct: &str, meta: &[(&str, &str)]| RemoteObject {
+            size: v.size,
+            etag: v.etag.clone(),
+            version_id: None,
+            replication_status: None,
+            replica_of: None,
+            content_type: Some(ct.into()),
+            user_meta: meta
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        let carried = [
+            ("colour", "blue"),
+            ("city", "=?UTF-8?B?WsO8cmljaA==?="),
+            ("godwit-original-last-modified", "2023-11-14T22:13:20.123Z"),
+        ];
+        let have = head("text/csv", &carried);
+        assert!(metadata_matches(&have, &v));
+        assert!(shows_version(&have, &v));
+        // The same bytes and metadata of an earlier version (an in-place
+        // copy that changed nothing HEAD shows): another version.
+        let earlier = head(
+            "text/csv",
+            &[
+                carried[0],
+                carried[1],
+                ("godwit-original-last-modified", "2023-11-14T22:13:20.000Z"),
+            ],
+        );
+        assert!(metadata_matches(&earlier, &v));
+        assert!(!shows_version(&earlier, &v));
+        // Metadata that differs: a value, a key too many or too few, the
+        // Content-Type.
+        assert!(!metadata_matches(
+            &head("text/csv", &[("colour", "red"), carried[1]]),
+            &v
+        ));
+        assert!(!metadata_matches(
+            &head("text/csv", &[carried[0], carried[1], ("x", "1")]),
+            &v
+        ));
+        assert!(!metadata_matches(&head("text/csv", &[carried[0]]), &v));
+        assert!(!metadata_matches(&head("text/plain", &carried), &v));
+        // A version without a Content-Type takes the destination's default.
+        v.headers.content_type = None;
+        assert!(metadata_matches(&head("binary/octet-stream", &carried), &v));
     }
 
     #[test]

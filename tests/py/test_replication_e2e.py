@@ -930,6 +930,19 @@ def test_a_remote_key_of_another_account_replicates_only_where_a_policy_grants_r
     other.put_object(Bucket=granted, Key="forged-ok", Body=b"ok")
     assert dest.head_object(Bucket=granted, Key="forged-ok")["ReplicationStatus"] == "REPLICA"
 
+    # A metadata-only change goes as a copy in place, which the same
+    # replica right covers; a replica copy from another key does not.
+    s3.copy_object(Bucket=src_ok, Key="k", CopySource={"Bucket": src_ok, "Key": "k"},
+                   MetadataDirective="REPLACE", Metadata={"m": "2"})
+    wait_until(lambda: dest.head_object(Bucket=granted, Key="k")["Metadata"].get("m") == "2",
+               DEADLINE, what="the new metadata at the granted destination")
+    assert versions_by_key(dest, granted)["k"] == [("v", True), ("v", False)]
+    other.meta.events.register("before-sign.s3.CopyObject", with_replica_header)
+    with pytest.raises(ClientError) as ei:
+        other.copy_object(Bucket=granted, Key="copied", CopySource={"Bucket": granted, "Key": "k"})
+    assert ei.value.response["Error"]["Code"] == "AccessDenied"
+    assert body_or_none(dest, granted, "copied") is None
+
 
 # --------------------------------------------------------------------------
 # 7. Server-side encryption

@@ -88,6 +88,7 @@ async fn load_source(ctx: &Ctx) -> Result<(CopySource, ObjectRead), S3Error> {
         &src.bucket,
         &src.key,
         src.version_id.as_deref(),
+        Some((ctx.bucket(), ctx.key())),
     )
     .await?;
     let obj = ctx
@@ -136,8 +137,11 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
     let precondition = write_precondition(ctx.headers())?;
     // A bad directive or tag header fails before the source is read.
     copy_tags(ctx, &Default::default())?;
+    // A replication worker's copy in place: the copy is a replica of a
+    // version made the same way at the source (a metadata-only change).
+    let replica_of = super::replica_origin(ctx.headers())?;
     // The copy's own lock headers (a source's lock is never copied).
-    let lock = super::object_lock::lock_from_headers(ctx, false)?;
+    let lock = super::object_lock::lock_from_headers(ctx, replica_of.is_some())?;
     // The copy is encrypted as its own request (or its bucket's default)
     // says, never as the source was (S3).
     let encryption = sse::for_write(ctx).await?;
@@ -191,7 +195,7 @@ pub async fn copy_object(ctx: &Ctx) -> ApiResult {
             tags,
             owner: access.owner,
             acl: access.acl,
-            replica_of: None,
+            replica_of,
             // Meta checks in the commit that the source still exists
             // (when the copy names its blocks).
             copy_source: bytes.shared.then(|| VersionRef {

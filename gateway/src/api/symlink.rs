@@ -134,7 +134,7 @@ pub async fn follow(ctx: &Ctx, target: &str) -> Result<ObjectRead, ApiError> {
         query: &ctx.query,
         signature_version: ctx.auth.scheme.signature_version(),
     };
-    crate::authz::authorize_copy_source(&ctx.gw, &access, ctx.bucket(), target, None).await?;
+    crate::authz::authorize_copy_source(&ctx.gw, &access, ctx.bucket(), target, None, None).await?;
     let obj = match ctx.gw.meta.get_object(ctx.bucket(), target, None).await {
         Ok(obj) => obj,
         Err(godwit_common::MetaError::NoSuchKey) => {

@@ -10,7 +10,7 @@
 //!   that version, and succeeds when there is none.
 
 use godwit_common::object_lock::{LockChange, VersionLock};
-use godwit_common::replication::{ReplicaOrigin, ReplicationStatus};
+use godwit_common::replication::{MetadataChange, ReplicaOrigin, ReplicationStatus};
 use godwit_common::types::*;
 use godwit_common::MetaError;
 
@@ -103,6 +103,9 @@ pub(super) fn put_object(
         lock,
         sse: obj.sse,
     };
+    // The key's latest version this one replaces as the latest (None for
+    // a replica, which makes no task).
+    let mut replaced: Option<ObjectVersion> = None;
     // A replica is never replicated again: two-way rules do not loop.
     if version.replica_of.is_some() {
         version.replication_status = Some(ReplicationStatus::Replica);
@@ -117,6 +120,7 @@ pub(super) fn put_object(
         {
             let newest: ObjectVersion = decode(newest)?;
             version.last_modified_ms = version.last_modified_ms.max(origin_mtime(&newest) + 1);
+            replaced = Some(newest);
         }
     }
     // Last writer wins across regions: a replica older than what the key
@@ -133,11 +137,29 @@ pub(super) fn put_object(
     // Commit first: committing a "null" version clears the replaced one's
     // replication records, which must not take the new tasks with them.
     commit_version(tx, &version, seq)?;
-    if version.replica_of.is_none() && outbox::on_new_version(tx, &version, now_ms)? > 0 {
+    if version.replica_of.is_none() && replicate_new_version(tx, &version, replaced, now_ms)? > 0 {
         version.replication_status = Some(ReplicationStatus::Pending);
         restamp_version(tx, &version, seq);
     }
     Ok(Reply::Version(Box::new(version)))
+}
+
+/// The tasks a new local version owes: a `MetadataChanged` task when it
+/// holds the very bytes of the version it replaced as the latest (a copy
+/// in place with new metadata: the destination has them already), else a
+/// `NewVersion` task. How many were created.
+fn replicate_new_version(
+    tx: &mut Overlay,
+    version: &ObjectVersion,
+    replaced: Option<ObjectVersion>,
+    now_ms: i64,
+) -> Result<usize, MetaError> {
+    match replaced {
+        Some(r) if outbox::same_data(&r, version) => {
+            outbox::on_metadata_changed(tx, version, MetadataChange::SameDataNewVersion, now_ms)
+        }
+        _ => outbox::on_new_version(tx, version, now_ms),
+    }
 }
 
 /// A conditional write's precondition against the key's current version
@@ -393,6 +415,13 @@ pub(super) fn set_object_lock(
     let (raw_key, mut v) =
         super::replication::locate_version(tx, bucket, key, version_id, "Object Lock settings")?;
     v.lock.change(change, now_ms, bypass_governance)?;
+    // AWS replicates retention and legal-hold changes; a replica's were
+    // set by its source's worker and never travel back.
+    if v.replica_of.is_none()
+        && outbox::on_metadata_changed(tx, &v, MetadataChange::ObjectLock, now_ms)? > 0
+    {
+        v.replication_status = outbox::counted_status(tx, bucket, key, &v.version_id)?;
+    }
     tx.put(CF_OBJECTS, raw_key, tx.encode(&v));
     Ok(Reply::Version(Box::new(v)))
 }

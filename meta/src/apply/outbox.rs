@@ -186,6 +186,7 @@ pub(crate) fn tracks_version(task: &ReplicationTask) -> bool {
             TaskKind::NewVersion
                 | TaskKind::DeleteMarker
                 | TaskKind::TagsChanged
+                | TaskKind::MetadataChanged { .. }
                 | TaskKind::MultipartCompleted { .. }
         )
 }
@@ -495,6 +496,57 @@ pub(crate) fn on_tags_changed(
     enqueue_each(tx, &rules, &subject, TaskKind::TagsChanged)
 }
 
+/// Whether `new`, about to replace `replaced` as its key's latest
+/// version, holds the same bytes in the same place: the same inline bytes
+/// or the same blocks (a CopyObject of the key onto itself names the
+/// source's blocks), with the same ETag and size. Such a version changes
+/// only what is said about the bytes, so it replicates as a
+/// `MetadataChanged` task and the bytes do not cross again. A re-upload of
+/// equal bytes writes new blocks and is a new version like any other.
+pub(crate) fn same_data(replaced: &ObjectVersion, new: &ObjectVersion) -> bool {
+    !replaced.is_delete_marker
+        && !new.is_delete_marker
+        && replaced.size == new.size
+        && replaced.etag == new.etag
+        && same_bytes(&replaced.data, &new.data)
+}
+
+/// Inline bytes by value, blocks by id (where their copies live may have
+/// moved since).
+fn same_bytes(a: &ObjectData, b: &ObjectData) -> bool {
+    match (a, b) {
+        (ObjectData::Inline(x), ObjectData::Inline(y)) => x == y,
+        (ObjectData::Blocks(x), ObjectData::Blocks(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|(p, q)| p.id == q.id && p.size == q.size)
+        }
+        _ => false,
+    }
+}
+
+/// A change of what is said about a version's bytes (a new version with
+/// the replaced one's data, or an existing version's Object Lock
+/// settings): a `MetadataChanged` task per destination the version routes
+/// to. It moves no bytes when the destination has them, so it counts none.
+pub(crate) fn on_metadata_changed(
+    tx: &mut Overlay,
+    v: &ObjectVersion,
+    change: MetadataChange,
+    now_ms: i64,
+) -> Result<usize, MetaError> {
+    let rules = route_bucket(tx, &v.bucket, &v.key, Some(&v.tags))?;
+    let subject = TaskSubject {
+        bucket: &v.bucket,
+        key: &v.key,
+        version_id: Some(&v.version_id),
+        size: 0,
+        now_ms,
+    };
+    enqueue_each(tx, &rules, &subject, TaskKind::MetadataChanged { change })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -544,5 +596,67 @@ mod tests {
         assert_eq!(ids("logs/x", Some(&t)), ["tagged", "d"]);
         // Unknown tags: prefix only, so the tagged rule matches too.
         assert_eq!(ids("other", None), ["tagged", "d"]);
+    }
+
+    fn version(data: ObjectData, etag: &str) -> ObjectVersion {
+        ObjectVersion {
+            bucket: "b".into(),
+            key: "k".into(),
+            version_id: "v1".into(),
+            is_delete_marker: false,
+            is_latest: true,
+            last_modified_ms: 1,
+            size: 3,
+            etag: etag.into(),
+            headers: Default::default(),
+            user_meta: Default::default(),
+            checksums: Default::default(),
+            data,
+            parts: vec![],
+            tags: Default::default(),
+            owner: String::new(),
+            acl: None,
+            replication_status: None,
+            replica_of: None,
+            oss_type: None,
+            lock: Default::default(),
+            sse: None,
+        }
+    }
+
+    #[test]
+    fn only_a_version_naming_the_replaced_bytes_is_a_metadata_change() {
+        let blocks = |id: &str| {
+            ObjectData::Blocks(vec![BlockRef {
+                id: id.into(),
+                size: 3,
+                nodes: vec![1],
+            }])
+        };
+        let old = version(blocks("b1"), "e");
+        // CopyObject onto itself with REPLACE: same blocks, new metadata.
+        let mut copy = version(blocks("b1"), "e");
+        copy.version_id = "v2".into();
+        copy.user_meta.insert("colour".into(), "blue".into());
+        assert!(same_data(&old, &copy));
+        // Its blocks' copies moved since: still the same bytes.
+        let mut moved = copy.clone();
+        if let ObjectData::Blocks(b) = &mut moved.data {
+            b[0].nodes = vec![2, 3];
+        }
+        assert!(same_data(&old, &moved));
+        // The same bytes uploaded again: new blocks.
+        assert!(!same_data(&old, &version(blocks("b2"), "e")));
+        // Inline bytes compare by value.
+        let inline = |b: &[u8]| version(ObjectData::Inline(b.to_vec()), "e");
+        assert!(same_data(&inline(b"abc"), &inline(b"abc")));
+        assert!(!same_data(&inline(b"abc"), &inline(b"abd")));
+        // A delete marker on top holds no bytes to share.
+        let mut marker = version(blocks("b1"), "e");
+        marker.is_delete_marker = true;
+        assert!(!same_data(&marker, &copy));
+        // A different ETag over the same blocks (never written today) is
+        // not taken on trust.
+        assert!(!same_data(&old, &version(blocks("b1"), "other")));
     }
 }

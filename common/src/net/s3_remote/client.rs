@@ -47,6 +47,11 @@ pub struct RemoteObject {
     pub replication_status: Option<String>,
     /// `x-godwit-replica-of`, if the destination is a Godwit that keeps it.
     pub replica_of: Option<String>,
+    /// `Content-Type`, if any.
+    pub content_type: Option<String>,
+    /// The user metadata (`x-amz-meta-*`), names lowercase without the
+    /// prefix, values as sent (an RFC 2047 word stays encoded).
+    pub user_meta: BTreeMap<String, String>,
 }
 
 /// One part of a destination multipart upload (ListParts).
@@ -454,7 +459,92 @@ impl RemoteClient {
             version_id: header_str(h, "x-amz-version-id"),
             replication_status: header_str(h, "x-amz-replication-status"),
             replica_of: header_str(h, crate::replication::REPLICA_HEADER),
+            content_type: header_str(h, "content-type"),
+            user_meta: h
+                .iter()
+                .filter_map(|(name, value)| {
+                    let name = name.as_str().strip_prefix("x-amz-meta-")?;
+                    Some((name.to_string(), value.to_str().ok()?.to_string()))
+                })
+                .collect(),
         }))
+    }
+
+    /// CopyObject of the key's latest version onto itself, provided it
+    /// still has ETag `etag` (`x-amz-copy-source-if-match`): with
+    /// `x-amz-metadata-directive: REPLACE` in `headers` this replaces what
+    /// is said about the bytes without sending them. Returns the new ETag
+    /// (unquoted). S3 may answer 200 and report a failure in the body
+    /// (<https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html>).
+    pub async fn copy_object_in_place(
+        &self,
+        bucket: &str,
+        key: &str,
+        etag: &str,
+        mut headers: Headers,
+    ) -> Result<String, RemoteError> {
+        let op = "CopyObject";
+        let path = object_path(bucket, key);
+        headers.push(("x-amz-copy-source".into(), path.clone()));
+        headers.push(("x-amz-copy-source-if-match".into(), format!("\"{etag}\"")));
+        // An explicit empty body: a PUT without Content-Length may be
+        // refused (411).
+        let resp = self
+            .send_op(op, Method::PUT, &path, &headers, Body::Bytes(Bytes::new()))
+            .await?;
+        let resp = check(op, resp).await?;
+        let status = resp.status().as_u16();
+        let body = read_xml(op, resp).await?;
+        if let Some(code) = xml::error_code(&body) {
+            return Err(RemoteError::Status {
+                op,
+                status,
+                code: Some(code),
+            });
+        }
+        Ok(xml::copy_result_etag(&body).unwrap_or_default())
+    }
+
+    /// PutObjectRetention (`retention`: mode and RFC 3339 retain-until
+    /// date) and PutObjectLegalHold of the key's latest version, each when
+    /// given.
+    pub async fn put_object_lock(
+        &self,
+        bucket: &str,
+        key: &str,
+        retention: Option<(&str, &str)>,
+        legal_hold: Option<bool>,
+        headers: Headers,
+    ) -> Result<(), RemoteError> {
+        let mut docs = Vec::new();
+        if let Some((mode, until)) = retention {
+            docs.push((
+                "PutObjectRetention",
+                "retention",
+                xml::retention(mode, until),
+            ));
+        }
+        if let Some(on) = legal_hold {
+            docs.push(("PutObjectLegalHold", "legal-hold", xml::legal_hold(on)));
+        }
+        for (op, sub, doc) in docs {
+            let mut headers = headers.clone();
+            // S3 demands an integrity header on both.
+            headers.push(("content-md5".into(), content_md5(doc.as_bytes())));
+            headers.push(("content-type".into(), "application/xml".into()));
+            let path = format!("{}?{sub}", object_path(bucket, key));
+            let resp = self
+                .send_op(
+                    op,
+                    Method::PUT,
+                    &path,
+                    &headers,
+                    Body::Bytes(Bytes::from(doc)),
+                )
+                .await?;
+            check(op, resp).await?;
+        }
+        Ok(())
     }
 
     /// PutObject with a streamed body of exactly `len` bytes; returns the

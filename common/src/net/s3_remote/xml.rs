@@ -267,6 +267,36 @@ pub(super) fn completed(body: &str) -> Completed {
     }
 }
 
+#[derive(Deserialize)]
+struct CopyObjectResult {
+    #[serde(rename = "ETag")]
+    etag: Option<String>,
+}
+
+/// The ETag (unquoted) of a CopyObjectResult, if the answer is one.
+pub(super) fn copy_result_etag(body: &str) -> Option<String> {
+    from_str::<CopyObjectResult>(body)
+        .ok()?
+        .etag
+        .as_deref()
+        .map(unquote)
+}
+
+/// The PutObjectRetention document (`until`: RFC 3339).
+pub(super) fn retention(mode: &str, until: &str) -> String {
+    format!(
+        "<Retention xmlns=\"{S3_NS}\"><Mode>{}</Mode><RetainUntilDate>{}</RetainUntilDate></Retention>",
+        quick_xml::escape::escape(mode),
+        quick_xml::escape::escape(until)
+    )
+}
+
+/// The PutObjectLegalHold document.
+pub(super) fn legal_hold(on: bool) -> String {
+    let status = if on { "ON" } else { "OFF" };
+    format!("<LegalHold xmlns=\"{S3_NS}\"><Status>{status}</Status></LegalHold>")
+}
+
 /// An ETag without its quotes.
 pub(super) fn unquote(s: &str) -> String {
     s.trim().trim_matches('"').to_string()
@@ -410,6 +440,25 @@ mod tests {
             Completed::Failed(Some("InternalError".into()))
         );
         assert_eq!(completed("<Error></Error>"), Completed::Failed(None));
+    }
+
+    #[test]
+    fn lock_documents_and_copy_answers() {
+        assert_eq!(
+            retention("GOVERNANCE", "2030-01-01T00:00:00Z"),
+            format!("<Retention xmlns=\"{S3_NS}\"><Mode>GOVERNANCE</Mode><RetainUntilDate>2030-01-01T00:00:00Z</RetainUntilDate></Retention>")
+        );
+        assert_eq!(
+            legal_hold(false),
+            format!("<LegalHold xmlns=\"{S3_NS}\"><Status>OFF</Status></LegalHold>")
+        );
+        let ok = r#"<?xml version="1.0" encoding="UTF-8"?>
+<CopyObjectResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LastModified>2026-01-01T00:00:00.000Z</LastModified><ETag>&quot;abc&quot;</ETag></CopyObjectResult>"#;
+        assert_eq!(copy_result_etag(ok).as_deref(), Some("abc"));
+        assert_eq!(error_code(ok), None);
+        // S3 may answer a copy 200 with an error document.
+        let failed = "<Error><Code>InternalError</Code><Message>x</Message></Error>";
+        assert_eq!(error_code(failed).as_deref(), Some("InternalError"));
     }
 
     #[test]
