@@ -588,8 +588,9 @@ impl Replicator {
             // another replaced it there): the whole version goes.
             (MetadataChange::SameDataNewVersion, _) => self.send_version(task, remote, &obj).await,
             // As for tags: the version's own task brings it, and its lock.
-            (MetadataChange::ObjectLock, None) => Err(TaskError::Retryable(
-                "the destination does not have the object yet".into(),
+            (MetadataChange::ObjectLock, None) => Err(TaskError::retryable(
+                "metadata-not-yet",
+                "the destination does not have the object yet",
             )),
             // The destination's latest is the copy of another version (a
             // newer one at the source, or one made of the same bytes):
@@ -601,8 +602,9 @@ impl Replicator {
             {
                 Ok(Step::Done)
             }
-            (MetadataChange::ObjectLock, Some(_)) if !same_bytes => Err(TaskError::Retryable(
-                "the destination holds another version of the key".into(),
+            (MetadataChange::ObjectLock, Some(_)) if !same_bytes => Err(TaskError::retryable(
+                "metadata-other-version",
+                "the destination holds another version of the key",
             )),
             (MetadataChange::ObjectLock, Some(_)) => {
                 let until = v.lock.retention.map(|r| rfc3339(r.retain_until_ms));
@@ -674,7 +676,9 @@ impl Replicator {
             }
             // The destination's latest changed since the HEAD: the next
             // attempt looks again (and sends the bytes if they are gone).
-            Err(e) if e.status() == Some(412) => Err(TaskError::Retryable(e.to_string())),
+            Err(e) if e.status() == Some(412) => {
+                Err(TaskError::retryable(&remote_cause(&e), e.to_string()))
+            }
             Err(e) => Err(e.into()),
         }
     }
