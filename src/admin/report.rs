@@ -141,9 +141,13 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("2026-04-13 11:00"), "{text}");
-        assert!(text.contains("66.67%"), "{text}");
-        assert!(text.contains("340 ms"), "{text}");
-        assert!(text.contains("20.0 min"), "{text}");
+        assert!(
+            text.contains("| 100.00% ") && text.contains("| 0.00% "),
+            "{text}"
+        );
+        // Two significant digits: 340 ms reads 341, 20 min 20.1.
+        assert!(text.contains("341 ms"), "{text}");
+        assert!(text.contains("20.1 min"), "{text}");
         assert!(text.contains("SignatureDoesNotMatch: 1"), "{text}");
         let total = text.lines().find(|l| l.contains("total")).expect(&text);
         assert!(
