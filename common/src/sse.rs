@@ -49,6 +49,10 @@ const KEY_LEN: usize = 32;
 pub const NONCE_LEN: usize = 12;
 /// How often a key ring file is looked at for changes (at most).
 const RELOAD_CHECK: Duration = Duration::from_secs(1);
+/// How often a read naming a version the ring lacks may look again: a
+/// record naming a lost version must not make every read of it reread
+/// the file.
+const RELOAD_UNKNOWN: Duration = Duration::from_millis(50);
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SseError {
@@ -368,7 +372,8 @@ impl KeyRing {
     fn reload(&self, now: bool) {
         let Some(watch) = &self.file else { return };
         let mut w = watch.lock().unwrap_or_else(|p| p.into_inner());
-        if !now && w.checked.elapsed() < RELOAD_CHECK {
+        let every = if now { RELOAD_UNKNOWN } else { RELOAD_CHECK };
+        if w.checked.elapsed() < every {
             return;
         }
         w.checked = Instant::now();

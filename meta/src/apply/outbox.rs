@@ -485,6 +485,17 @@ pub(crate) fn on_tags_changed(
     v: &ObjectVersion,
     now_ms: i64,
 ) -> Result<usize, MetaError> {
+    on_version_changed(tx, v, TaskKind::TagsChanged, now_ms)
+}
+
+/// A task of `kind` per destination an existing version routes to; it
+/// moves no bytes, so it counts none.
+fn on_version_changed(
+    tx: &mut Overlay,
+    v: &ObjectVersion,
+    kind: TaskKind,
+    now_ms: i64,
+) -> Result<usize, MetaError> {
     let rules = route_bucket(tx, &v.bucket, &v.key, Some(&v.tags))?;
     let subject = TaskSubject {
         bucket: &v.bucket,
@@ -493,7 +504,7 @@ pub(crate) fn on_tags_changed(
         size: 0,
         now_ms,
     };
-    enqueue_each(tx, &rules, &subject, TaskKind::TagsChanged)
+    enqueue_each(tx, &rules, &subject, kind)
 }
 
 /// Whether `new`, about to replace `replaced` as its key's latest
@@ -536,15 +547,7 @@ pub(crate) fn on_metadata_changed(
     change: MetadataChange,
     now_ms: i64,
 ) -> Result<usize, MetaError> {
-    let rules = route_bucket(tx, &v.bucket, &v.key, Some(&v.tags))?;
-    let subject = TaskSubject {
-        bucket: &v.bucket,
-        key: &v.key,
-        version_id: Some(&v.version_id),
-        size: 0,
-        now_ms,
-    };
-    enqueue_each(tx, &rules, &subject, TaskKind::MetadataChanged { change })
+    on_version_changed(tx, v, TaskKind::MetadataChanged { change }, now_ms)
 }
 
 #[cfg(test)]
