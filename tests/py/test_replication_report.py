@@ -213,3 +213,30 @@ def test_report_refuses_an_unknown_bucket_and_a_period_beyond_thirty_days(source
     empty = json.loads(admin_ok(srv, "--json", "replication", "report", src))
     assert empty["rules"] == [] and empty["bucket"] == src
     assert "nothing replicated or failed" in admin_ok(srv, "replication", "report", src)
+
+
+def test_report_is_refused_to_unsigned_callers_and_to_keys_other_than_root(source):
+    """The report names buckets, rules and failure messages: the admin
+    listener serves it only to root's header-signed requests."""
+    import subprocess
+
+    import requests
+
+    from s3util import godwit_bin
+
+    srv, s3 = source()
+    src = new_source_bucket(s3, "src-sla-authz")
+    r = requests.get(f"{srv.admin_endpoint}/admin/v1/replication/report?bucket={src}", timeout=10)
+    assert r.status_code == 403 and src not in r.text, (r.status_code, r.text)
+
+    name = f"sla-other-{int(time.time() * 1000)}"
+    account = json.loads(admin_ok(srv, "--json", "account", "create", name))
+    key = json.loads(admin_ok(srv, "--json", "key", "create", "--name", f"{name}-key", "--account", account["name"]))
+    other = subprocess.run(
+        [godwit_bin(), "admin", "--admin-endpoint", srv.admin_endpoint,
+         "--access-key", key["access_key_id"], "--secret-key", key["secret_access_key"],
+         "--json", "replication", "report", src],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert other.returncode != 0 and "403" in other.stderr, other
+    assert '"rules"' not in other.stdout, other.stdout

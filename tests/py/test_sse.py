@@ -18,9 +18,7 @@ import requests
 from botocore.exceptions import ClientError
 
 import s3util
-from conftest import _check_binary
-from s3util import new_server_root, remove_root
-from test_tls import TlsGodwitServer, make_pki
+from test_tls import tls_server  # noqa: F401  (a fixture, used by name)
 
 MIB = s3util.MIB
 CHUNK = 64 * 1024
@@ -240,17 +238,9 @@ def test_rotation_seals_new_objects_with_the_new_key_and_old_ones_still_read(ser
 
 
 @pytest.fixture(scope="module")
-def tls():
-    _check_binary()
-    root = new_server_root("sse-tls")
-    pki_dir = root / "pki"
-    pki_dir.mkdir(parents=True)
-    ca, cert, key = make_pki(pki_dir)
-    srv = TlsGodwitServer(root, ca_path=ca, cert_path=cert, key_path=key)
-    srv.start()
-    yield srv
-    srv.stop()
-    remove_root(root)
+def tls(tls_server):
+    """test_tls's server (this module's own instance)."""
+    return tls_server
 
 
 @pytest.fixture
