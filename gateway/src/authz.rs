@@ -299,6 +299,11 @@ async fn check_as(
             action,
             resource,
             context: &context,
+            source_ip: a
+                .parts
+                .extensions
+                .get::<ClientConn>()
+                .map(|c| c.peer.ip().to_canonical()),
         };
         if deny_only {
             return match policy.denies(&request) {

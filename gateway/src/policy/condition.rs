@@ -29,7 +29,7 @@ use time::format_description::well_known::{Iso8601, Rfc3339};
 use time::{Date, OffsetDateTime, PrimitiveDateTime};
 
 use super::glob::{eq_ignore_case, unescape, Glob};
-use super::{invalid_document, Context, PolicyError};
+use super::{invalid_document, PolicyError, Request};
 
 /// One operator applied to one key.
 #[derive(Debug, Clone)]
@@ -414,8 +414,11 @@ impl Condition {
     }
 
     /// Whether the condition holds for a request with this context.
-    pub(super) fn holds(&self, context: &Context<'_>) -> bool {
-        let values = context.get(self.slot).filter(|values| !values.is_empty());
+    pub(super) fn holds(&self, req: &Request<'_>) -> bool {
+        let values = req
+            .context
+            .get(self.slot)
+            .filter(|values| !values.is_empty());
         if let Test::Null(wants_missing) = &self.test {
             return wants_missing.contains(&values.is_none());
         }
@@ -428,10 +431,17 @@ impl Condition {
                     SetOp::ForAllValues => true,
                 };
         };
+        let matches = |v: &str| match (&self.test, req.source_ip) {
+            // The caller's address, parsed once for every such condition.
+            (Test::Ip(nets), Some(ip)) if self.key == "aws:sourceip" => {
+                nets.iter().any(|net| net.contains(&ip))
+            }
+            _ => self.test.matches(v),
+        };
         match self.set {
-            SetOp::Single => self.negated != values.iter().any(|v| self.test.matches(v)),
-            SetOp::ForAnyValue => values.iter().any(|v| self.negated != self.test.matches(v)),
-            SetOp::ForAllValues => values.iter().all(|v| self.negated != self.test.matches(v)),
+            SetOp::Single => self.negated != values.iter().any(|v| matches(v)),
+            SetOp::ForAnyValue => values.iter().any(|v| self.negated != matches(v)),
+            SetOp::ForAllValues => values.iter().all(|v| self.negated != matches(v)),
         }
     }
 

@@ -31,6 +31,7 @@ mod tests;
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::net::IpAddr;
 
 use serde_json::Value;
 
@@ -108,6 +109,11 @@ pub struct Request<'a> {
     /// ([`Policy::keys`]: "aws:sourceip", "aws:securetransport",
     /// "s3:prefix", "s3:existingobjecttag/color", ...), by position.
     pub context: &'a Context<'a>,
+    /// The caller's address (canonical: IPv4 clients of a dual-stack
+    /// listener as IPv4), read once per request: `aws:SourceIp`
+    /// conditions compare it without parsing the context's text each
+    /// time. None: the text in the context is read instead.
+    pub source_ip: Option<IpAddr>,
 }
 
 impl Policy {

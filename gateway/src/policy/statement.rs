@@ -146,7 +146,7 @@ impl Statement {
             && self
                 .resources
                 .covers(|globs| globs.iter().any(|g| g.matches(req.resource)))
-            && self.conditions.iter().all(|c| c.holds(req.context))
+            && self.conditions.iter().all(|c| c.holds(req))
     }
 
     /// Whether the statement grants something to everyone: an Allow to

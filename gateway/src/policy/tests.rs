@@ -86,6 +86,12 @@ fn decide_with(
             action: c.action,
             resource: c.resource,
             context: &context,
+            // As the gateway gives it: the caller's address, parsed.
+            source_ip: map
+                .get("aws:sourceip")
+                .and_then(|v| v.first())
+                .and_then(|ip| ip.parse::<std::net::IpAddr>().ok())
+                .map(|ip| ip.to_canonical()),
         },
     )
 }
