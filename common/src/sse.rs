@@ -701,6 +701,13 @@ pub fn open_stream(stored: ByteStream, plan: ReadPlan, dek: &DataKey) -> ByteStr
         let chunk = st.plan.next_chunk()?;
         while st.buf.len() < chunk.stored {
             match st.stored.next().await {
+                // A piece held nowhere else becomes the buffer itself,
+                // so whole chunks open in place without a copy (a block
+                // read in one piece); otherwise its bytes are copied in.
+                Some(Ok(b)) if st.buf.is_empty() => match b.try_into_mut() {
+                    Ok(whole) => st.buf = whole,
+                    Err(shared) => st.buf.extend_from_slice(&shared),
+                },
                 Some(Ok(b)) => st.buf.extend_from_slice(&b),
                 Some(Err(e)) => return Some((Err(e), None)),
                 None => return Some((Err(corrupt("encrypted data ended early")), None)),
@@ -748,17 +755,49 @@ mod tests {
         let plan = ReadPlan::new(segs, start, end);
         let to = (plan.stored_end as usize).min(stored.len());
         let span = Bytes::copy_from_slice(&stored[plan.stored_start as usize..to]);
-        // Hand the span over in odd pieces, as a network would.
-        let pieces: Vec<_> = span
-            .chunks(7_001)
-            .map(|c| Ok(Bytes::copy_from_slice(c)))
-            .collect();
-        let mut s = open_stream(Box::pin(futures::stream::iter(pieces)), plan, dek);
-        let mut out = Vec::new();
-        while let Some(b) = s.next().await {
-            out.extend_from_slice(&b?);
+        // The span handed over three ways, which must read alike: in odd
+        // pieces held nowhere else, as a network gives them (copied into
+        // the buffer); in pieces of several chunks held nowhere else, as
+        // a block read gives them (opened in place); in slices of one
+        // shared buffer (copied).
+        let ways: [Vec<Bytes>; 3] = [
+            span.chunks(7_001).map(Bytes::copy_from_slice).collect(),
+            span.chunks(150_001).map(Bytes::copy_from_slice).collect(),
+            (0..span.len())
+                .step_by(90_001)
+                .map(|at| span.slice(at..(at + 90_001).min(span.len())))
+                .collect(),
+        ];
+        let mut outcomes = Vec::new();
+        for pieces in ways {
+            let pieces = pieces.into_iter().map(Ok);
+            let plan = ReadPlan::new(segs, start, end);
+            let mut s = open_stream(Box::pin(futures::stream::iter(pieces)), plan, dek);
+            let mut out = Vec::new();
+            let mut failed = None;
+            while let Some(b) = s.next().await {
+                match b {
+                    Ok(b) => out.extend_from_slice(&b),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            outcomes.push(match failed {
+                Some(e) => Err(e),
+                None => Ok(out),
+            });
         }
-        Ok(out)
+        let first = outcomes.remove(0);
+        for other in &outcomes {
+            match (&first, other) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "the ways of handing pieces over agree"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("one way of handing pieces over failed, another did not"),
+            }
+        }
+        first
     }
 
     fn data(n: usize) -> Vec<u8> {
