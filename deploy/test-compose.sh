@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end test of the container deployment: builds the image, starts
+# End-to-end test of the container deployment: builds the images, starts
 # the two regions of deploy/compose.yaml, waits until every service is
 # healthy and both regions are registered as remotes of each other (bounded),
 # runs the seed's verification (deploy/demo.sh: oss2, aws-cli), checks
