@@ -4,6 +4,8 @@
 # loader) at the same paths, an empty /tmp and a one-line nsswitch.conf.
 # No base image is pulled, so it works without a registry. One image, every
 # role: the entrypoint is `/godwit`, the compose file picks the subcommand.
+# Then the compose deployment's Prometheus image, the same way
+# (deploy/build-prometheus-image.sh).
 #
 #   GODWIT_IMAGE      tag to build (default godwit:local)
 #   CARGO_TARGET_DIR  where the release binary is built (default /var/tmp/godwit-target)
@@ -85,3 +87,6 @@ fi
 # dangling godwit images; nothing else is touched).
 docker image prune -f --filter "label=org.opencontainers.image.title=godwit" >/dev/null
 docker run --rm "$IMAGE" --version
+
+# The compose deployment's other image: its Prometheus, FROM scratch too.
+./deploy/build-prometheus-image.sh

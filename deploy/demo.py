@@ -21,6 +21,9 @@ Steps (the article's section numbers):
        `from-shanghai/` must appear in the cn-hangzhou source bucket.
   end  every object of the source is at A and B with the same ETag (and
        nothing deleted survived); the table of the article's 3-5 and 4-9.
+  +    what the compose deployment's Prometheus says (--prometheus): every
+       target up, each rule of the source bucket caught up, its operations
+       replicated and latency percentiles, from the scraped metrics.
 
 `--api s3` does the same with boto3 and AWS PutBucketReplication (rules
 with ReplicationTime), for a server without the OSS dialect.
@@ -44,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 import boto3
@@ -529,6 +533,71 @@ class Demo:
             out[rule] = {"samples": int(total), "p50_secs": q(0.5), "p99_secs": q(0.99)}
         self.report["latency_metric"] = out
 
+    # ------------------------------------------------------------ prometheus
+    def prometheus(self) -> None:
+        """Waits (at most --prometheus-timeout) until Prometheus has scraped
+        the end of the run: every target up, and each rule of the source
+        bucket with nothing pending (godwit_replication_pending_operations
+        is refreshed by the replicator every 5 s, then scraped) and at least
+        one replicated operation per object the phases wrote. Records what
+        it read in the report; a failure when it never got there."""
+        url = self.args.prometheus.rstrip("/")
+        if not url:
+            return
+
+        def api(path: str, **params) -> dict:
+            q = urllib.parse.urlencode(params)
+            with urllib.request.urlopen(f"{url}/api/v1/{path}?{q}", timeout=10) as r:
+                body = json.load(r)
+            if body.get("status") != "success":
+                raise RuntimeError(f"{path}: {body}")
+            return body["data"]
+
+        def by_rule(expr: str) -> dict[str, float]:
+            return {r["metric"].get("rule_id", "?"): float(r["value"][1])
+                    for r in api("query", query=expr)["result"]}
+
+        src = f'bucket="{self.b_src}"'
+        rules = {RULE_A, RULE_B}
+        expected = sum(p["objects"] for p in self.report["phases"])
+        started = time.monotonic()
+        deadline = started + self.args.prometheus_timeout
+        seen: dict = {}
+        while True:
+            try:
+                targets = api("targets", state="active")["activeTargets"]
+                down = sorted(t["scrapeUrl"] for t in targets if t["health"] != "up")
+                pending = by_rule(
+                    f"sum by (rule_id) (godwit_replication_pending_operations{{{src}}})")
+                replicated = by_rule(
+                    f"sum by (rule_id) (godwit_replication_latency_seconds_count{{{src}}})")
+                seen = {"targets": len(targets), "targets_down": down,
+                        "pending_operations": pending, "replicated_operations": replicated}
+                if (targets and not down and set(pending) == rules
+                        and all(v == 0 for v in pending.values())
+                        and all(replicated.get(r, 0) >= expected for r in rules)):
+                    break
+            except Exception as e:  # not up yet, or a query failed: asked again
+                seen["error"] = str(e)
+            if time.monotonic() >= deadline:
+                self.failures.append(f"Prometheus {url}: not every target up with the rules of "
+                                     f"{self.b_src} caught up within "
+                                     f"{self.args.prometheus_timeout:.0f} s: {seen}")
+                self.report["prometheus"] = {"url": url, **seen}
+                return
+            time.sleep(1)
+        seen.pop("error", None)
+        quantiles = {}
+        for q in (0.5, 0.99):
+            quantiles[q] = by_rule(
+                f"histogram_quantile({q}, sum by (rule_id, le) "
+                f"(godwit_replication_latency_seconds_bucket{{{src}}}))")
+        self.report["prometheus"] = {
+            "url": url, **seen,
+            "caught_up_after_secs": time.monotonic() - started,
+            "p50_secs": quantiles[0.5], "p99_secs": quantiles[0.99],
+        }
+
     # ------------------------------------------------------------ report
     def table(self) -> str:
         rows = [("Verification pattern", "Measure", f"RTC disabled ({self.b_a})",
@@ -569,6 +638,13 @@ class Demo:
             text += (f"\nRule {rule}: godwit_replication_latency_seconds over "
                      f"{m['samples']} tasks: p50 {fmt_secs(m['p50_secs'])}, "
                      f"p99 {fmt_secs(m['p99_secs'])}")
+        prom = self.report.get("prometheus")
+        if prom and "p99_secs" in prom:
+            text += (f"\nPrometheus {prom['url']}: {prom['targets']} targets up; "
+                     + "; ".join(
+                         f"rule {rule}: {prom['replicated_operations'][rule]:.0f} operations "
+                         f"replicated, none pending, p99 {fmt_secs(prom['p99_secs'].get(rule))}"
+                         for rule in sorted(prom["replicated_operations"])))
         return text
 
 
@@ -580,6 +656,10 @@ def main() -> int:
     p.add_argument("--dest-endpoint", default=env("GODWIT_DEST_ENDPOINT", "http://127.0.0.1:9100"))
     p.add_argument("--metrics-endpoint", default=env("GODWIT_SOURCE_METRICS", "http://127.0.0.1:9002"),
                    help="admin listener of the source region's replicator ('' to skip)")
+    p.add_argument("--prometheus", default=env("GODWIT_PROMETHEUS", ""),
+                   help="Prometheus scraping both regions, checked at the end ('' to skip)")
+    p.add_argument("--prometheus-timeout", type=float, default=60,
+                   help="seconds to wait for Prometheus to see the rules caught up")
     p.add_argument("--source-region", default="cn-hangzhou")
     p.add_argument("--dest-region", default="cn-shanghai")
     p.add_argument("--source-location", default="oss-cn-hangzhou",
@@ -620,6 +700,7 @@ def main() -> int:
         d.reverse()
     d.verify()
     d.latency_metrics()
+    d.prometheus()
     print(d.table(), flush=True)
     d.report["failures"] = d.failures
     if args.json:

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# End-to-end test of the container deployment: builds the image, starts
+# End-to-end test of the container deployment: builds the images, starts
 # the two regions of deploy/compose.yaml, waits until every service is
 # healthy and both regions are registered as remotes of each other (bounded),
-# runs the seed's verification (deploy/demo.sh: oss2, aws-cli) and checks
-# that every object replicated in both directions; `down -v` on every path
+# runs the seed's verification (deploy/demo.sh: oss2, aws-cli), checks
+# that every object replicated in both directions, then checks Prometheus
+# (deploy/check-prometheus.py: every target up, the demo's rules as it sees
+# them, every query of the Grafana dashboard); `down -v` on every path
 # out. Prints how long each step took.
 #
 #   GODWIT_COMPOSE_UP_TIMEOUT   seconds to wait for health (default 240)
@@ -51,9 +53,10 @@ step "up -d"
 $COMPOSE down -v --remove-orphans >/dev/null 2>&1 || true
 # Published ports must be free, or `up` fails half-way.
 for port in "${HANGZHOU_S3_PORT:-9000}" "${HANGZHOU_ADMIN_PORT:-9001}" "${HANGZHOU_REPLICATOR_PORT:-9002}" \
-    "${SHANGHAI_S3_PORT:-9100}" "${SHANGHAI_ADMIN_PORT:-9101}" "${SHANGHAI_REPLICATOR_PORT:-9102}"; do
+    "${SHANGHAI_S3_PORT:-9100}" "${SHANGHAI_ADMIN_PORT:-9101}" "${SHANGHAI_REPLICATOR_PORT:-9102}" \
+    "${PROMETHEUS_PORT:-9090}"; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-        echo "127.0.0.1:$port is in use; move the regions with HANGZHOU_S3_PORT=... (deploy/compose.yaml)" >&2
+        echo "127.0.0.1:$port is in use; move it with HANGZHOU_S3_PORT=..., PROMETHEUS_PORT=... (deploy/compose.yaml)" >&2
         exit 1
     fi
 done
@@ -121,4 +124,10 @@ print("replicated: " + ", ".join(
     for p in r["phases"] for d in p["destinations"]))
 print(f"reverse: {r['reverse']['files']} files in {r['reverse']['replicated_secs']:.2f} s")
 PY
+
+step "Prometheus: targets, the demo's rules, the Grafana dashboard's queries"
+"$VENV/bin/python" deploy/check-prometheus.py \
+    --prometheus "http://127.0.0.1:${PROMETHEUS_PORT:-9090}" \
+    --metrics "http://127.0.0.1:${HANGZHOU_REPLICATOR_PORT:-9002}" \
+    --report "$WORK/report.json" --dashboard deploy/grafana/godwit-replication.json
 step "done"

@@ -18,7 +18,10 @@
 //! `godwit_replication_sent_bytes_total{destination,lane}`,
 //! `godwit_replication_metadata_only_total{change}` (a copy in place or an
 //! Object Lock change applied without the bytes),
-//! `godwit_replication_task_outcomes_total{lane,outcome}`.
+//! `godwit_replication_task_outcomes_total{lane,outcome}`,
+//! `godwit_replication_task_failures_total{lane,cause,outcome}` (the
+//! `retry` and `failed` outcomes by cause: the remote's S3 error code, its
+//! HTTP status, `transport`, `source-meta`..., as the SLA report counts them).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
@@ -48,6 +51,7 @@ pub(crate) struct Metrics {
     pub sent_bytes: IntCounterVec,
     pub metadata_only: IntCounterVec,
     pub outcomes: IntCounterVec,
+    pub failures: IntCounterVec,
     pub pending_operations: prometheus::GaugeVec,
     pub pending_bytes: prometheus::GaugeVec,
     pub oldest_pending_age: prometheus::GaugeVec,
@@ -90,6 +94,11 @@ pub(crate) fn get() -> &'static Metrics {
             "godwit_replication_task_outcomes_total",
             "Replication task outcomes reported by this worker",
             &["lane", "outcome"],
+        ),
+        failures: counter(
+            "godwit_replication_task_failures_total",
+            "Replication task attempts that failed, by cause (outcome retry: tried again later; failed: given up)",
+            &["lane", "cause", "outcome"],
         ),
         pending_operations: gauge(
             "godwit_replication_pending_operations",

@@ -239,6 +239,10 @@ impl Replicator {
                     .outcomes
                     .with_label_values(&[lane, "retry"])
                     .inc();
+                metrics::get()
+                    .failures
+                    .with_label_values(&[lane, &cause, "retry"])
+                    .inc();
                 TaskOutcome::Retry {
                     error,
                     retry_at_ms: now + delay as i64,
@@ -257,6 +261,10 @@ impl Replicator {
                 metrics::get()
                     .outcomes
                     .with_label_values(&[lane, "failed"])
+                    .inc();
+                metrics::get()
+                    .failures
+                    .with_label_values(&[lane, &cause, "failed"])
                     .inc();
                 TaskOutcome::Failed { error, cause }
             }

@@ -178,4 +178,14 @@ async fn lanes_lease_within_budget_ack_in_batches_and_stop() {
         matches!(outcome("r-last"), TaskOutcome::Failed { cause, .. } if cause == "remote-not-registered")
     );
     assert_eq!(q.acks.len(), 152, "each task acknowledged once");
+    // Both failures are counted under their cause, by outcome (other tests
+    // in this process share the counters: at least one each).
+    let failures = |outcome: &str| {
+        crate::metrics::get()
+            .failures
+            .with_label_values(&["rtc", "remote-not-registered", outcome])
+            .get()
+    };
+    assert!(failures("retry") >= 1);
+    assert!(failures("failed") >= 1);
 }
