@@ -140,8 +140,25 @@ def wait_for(driver, pred, what: str, timeout: float = 60.0):
     return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: pred(d), message=what)
 
 
+def settled(read):
+    """read(), again if the page's auto-refresh swapped the panel while it
+    was being read (the elements it held are then stale)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    for _ in range(10):
+        try:
+            return read()
+        except StaleElementReferenceException:
+            continue
+    return read()
+
+
 def cells(driver, bucket: str, rule_id: str) -> dict[str, str]:
     """The figures the page shows for a rule's row, by column class."""
+    return settled(lambda: _cells(driver, bucket, rule_id))
+
+
+def _cells(driver, bucket: str, rule_id: str) -> dict[str, str]:
     from selenium.webdriver.common.by import By
 
     rows = [
@@ -182,11 +199,19 @@ def test_dashboard_in_chromium_shows_the_admin_api_figures_and_retries_failed_ta
     assert driver.execute_script("return document.cookie") == ""
 
     # Regions: this one and the destination, reachable.
-    regions = {tr.get_attribute("data-name"): tr for tr in driver.find_elements(By.CSS_SELECTOR, "tr.region")}
-    assert set(regions) == {"local", "eu"}, regions.keys()
-    assert regions["eu"].find_element(By.CSS_SELECTOR, "td[data-reachable]").get_attribute(
-        "data-reachable") == "true"
-    assert "1/1 datanode(s) up" in regions["local"].text, regions["local"].text
+    def regions():
+        rows = driver.find_elements(By.CSS_SELECTOR, "tr.region")
+        return {
+            tr.get_attribute("data-name"): (
+                tr.text,
+                [td.get_attribute("data-reachable") for td in tr.find_elements(By.CSS_SELECTOR, "td[data-reachable]")],
+            )
+            for tr in rows
+        }
+    shown = settled(regions)
+    assert set(shown) == {"local", "eu"}, shown
+    assert shown["eu"][1] == ["true"], shown
+    assert "1/1 datanode(s) up" in shown["local"][0], shown
 
     # The good rule's figures are the admin API's.
     api = next(r for r in status_rows(srv, good) if r["rule_id"] == "dash")
@@ -201,8 +226,9 @@ def test_dashboard_in_chromium_shows_the_admin_api_figures_and_retries_failed_ta
     assert total["within_threshold"] == 1.0, total
     assert shown["within-threshold"] == "100.00%"
     # Its lag chart is an SVG drawn on the server, with text labels.
-    chart = driver.find_element(By.CSS_SELECTOR, f"article[data-bucket='{good}'] td.chart svg")
-    assert chart.find_elements(By.TAG_NAME, "polyline") and "-60m" in chart.get_attribute("innerHTML")
+    chart = settled(lambda: driver.find_element(
+        By.CSS_SELECTOR, f"article[data-bucket='{good}'] td.chart svg").get_attribute("outerHTML"))
+    assert "<polyline" in chart and ">-60m<" in chart, chart
 
     # The failing rule: its failures, their cause, and the failed tasks
     # with their last error; the markup shows as text and never runs.
@@ -211,11 +237,15 @@ def test_dashboard_in_chromium_shows_the_admin_api_figures_and_retries_failed_ta
     assert int(shown["failed"]) == api["failed_operations_total"] == 2, (shown, api)
     causes = report_total(srv, bad, EVIL_RULE)["failures"]
     assert shown["causes"].splitlines() == [f"{c}: {n}" for c, n in causes.items()], (shown, causes)
-    failed_rows = driver.find_elements(By.CSS_SELECTOR, f"article[data-bucket='{bad}'] tr.failed-task")
-    assert sorted(r.find_element(By.TAG_NAME, "code").text for r in failed_rows) == sorted(f["failing"])
-    assert all(r.find_element(By.CSS_SELECTOR, "td.last-error").text for r in failed_rows)
+    def failed_tasks():
+        rows = driver.find_elements(By.CSS_SELECTOR, f"article[data-bucket='{bad}'] tr.failed-task")
+        return [(r.find_element(By.TAG_NAME, "code").text,
+                 r.find_element(By.CSS_SELECTOR, "td.last-error").text) for r in rows]
+    tasks = settled(failed_tasks)
+    assert sorted(k for k, _ in tasks) == sorted(f["failing"]), tasks
+    assert all(err for _, err in tasks), tasks
     assert driver.execute_script("return window.pwned === undefined")
-    assert EVIL_RULE in driver.find_element(By.CSS_SELECTOR, f"article[data-bucket='{bad}']").text
+    assert EVIL_RULE in settled(lambda: driver.find_element(By.CSS_SELECTOR, f"article[data-bucket='{bad}']").text)
 
     # The destination bucket comes back; "Retry failed" requeues both.
     versioned_bucket(dest, f["bad_dest"], DEST_REGION)
@@ -232,7 +262,8 @@ def test_dashboard_in_chromium_shows_the_admin_api_figures_and_retries_failed_ta
     driver.execute_script("window.notReloaded = true")
     wait_for(driver, lambda d: cells(d, bad, EVIL_RULE)["completed"] == "2", "the refreshed figures")
     assert driver.execute_script("return window.notReloaded === true")
-    assert driver.find_elements(By.CSS_SELECTOR, f"article[data-bucket='{bad}'] .failed-none")
+    wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f"article[data-bucket='{bad}'] .failed-none"),
+             "an empty failed list")
 
     # The picture: non-blank, and kept as the README's.
     shot = tmp_path / "dashboard.png"
