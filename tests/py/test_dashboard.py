@@ -34,7 +34,7 @@ import pytest
 import requests
 
 import s3util
-from s3util import GodwitServer, new_server_root, remove_root, wait_until
+from s3util import GodwitServer, new_server_root, remove_root
 from test_replication_e2e import (  # noqa: F401  (fixtures used by name)
     DEST_REGION,
     FAST_RETRY,
@@ -335,14 +335,16 @@ def test_pages_and_actions_need_a_live_session_and_its_csrf_token(source, dest):
         assert bad not in r.text and srv.access_key not in r.text
     still_failed()
 
-    # With the token, the retry runs (the same meta call as the API's).
+    # With the token, and the destination bucket back, the retry runs (the
+    # same meta call as the API's) and the tasks complete.
+    versioned_bucket(dest, f["bad_dest"], DEST_REGION)
     r = requests.post(f"{base}/ui/retry-failed", data={"bucket": bad, "csrf": csrf}, cookies=jar,
                       allow_redirects=False, timeout=30)
     assert r.status_code == 303 and r.headers["location"] == "/ui", r.status_code
     page = requests.get(f"{base}/ui", cookies=jar, timeout=30)
     assert f"2 failed task(s) of {bad} requeued" in page.text
-    wait_until(lambda: all(replication_status(s3, bad, k) != "FAILED" for k in f["failing"]), 30,
-               what="the retried tasks to leave FAILED")
+    for key in f["failing"]:
+        wait_for_status(s3, bad, key, "COMPLETED", log_of=srv)
 
     # Logout deletes the session server-side: the old cookie is dead.
     r = requests.post(f"{base}/ui/logout", data={"csrf": csrf}, cookies=jar, allow_redirects=False, timeout=30)
