@@ -133,7 +133,10 @@ pub fn chart_svg(samples: &[Sample], now_ms: i64) -> String {
                 .x_labels(7)
                 .y_labels(4)
                 .x_label_formatter(&|m| format!("{m:.0}m"))
-                .y_label_formatter(&|s| format!("{s:.0}s"))
+                .y_label_formatter(&|s| match top {
+                    t if t < 10.0 => format!("{s:.1}s"),
+                    _ => format!("{s:.0}s"),
+                })
                 .light_line_style(RGBColor(238, 238, 238))
                 .label_style(("sans-serif", 11))
                 .draw()?;
@@ -196,7 +199,7 @@ mod tests {
         let svg = chart_svg(&samples, 3_300_000);
         assert!(svg.starts_with("<svg"), "{svg}");
         assert!(svg.contains("<polyline"), "{svg}");
-        assert!(svg.contains("<text") && svg.contains(">-60m<"), "{svg}");
+        assert!(svg.contains("<text") && svg.contains("-60m"), "{svg}");
         // No samples yet: still a chart (axes, no line).
         assert!(chart_svg(&[], 0).contains("<text"));
     }
