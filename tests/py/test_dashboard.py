@@ -324,7 +324,7 @@ def test_pages_and_actions_need_a_live_session_and_its_csrf_token(source, dest):
         r = requests.post(f"{base}/ui/retry-failed", data=form, cookies=jar, allow_redirects=False, timeout=30)
         assert r.status_code == 403, (form, r.status_code)
         still_failed()
-    r = requests.post(f"{base}/ui/logout", data={}, cookies=jar, allow_redirects=False, timeout=30)
+    r = requests.post(f"{base}/ui/logout", data={"csrf": ""}, cookies=jar, allow_redirects=False, timeout=30)
     assert r.status_code == 403
     assert requests.get(f"{base}/ui/panel", cookies=jar, timeout=30).status_code == 200
 
