@@ -208,6 +208,7 @@ def test_dashboard_in_chromium_shows_the_admin_api_figures_and_retries_failed_ta
             )
             for tr in rows
         }
+
     shown = settled(regions)
     assert set(shown) == {"local", "eu"}, shown
     assert shown["eu"][1] == ["true"], shown
@@ -237,6 +238,7 @@ def test_dashboard_in_chromium_shows_the_admin_api_figures_and_retries_failed_ta
     assert int(shown["failed"]) == api["failed_operations_total"] == 2, (shown, api)
     causes = report_total(srv, bad, EVIL_RULE)["failures"]
     assert shown["causes"].splitlines() == [f"{c}: {n}" for c, n in causes.items()], (shown, causes)
+
     def failed_tasks():
         rows = driver.find_elements(By.CSS_SELECTOR, f"article[data-bucket='{bad}'] tr.failed-task")
         return [(r.find_element(By.TAG_NAME, "code").text,
@@ -247,9 +249,25 @@ def test_dashboard_in_chromium_shows_the_admin_api_figures_and_retries_failed_ta
     assert driver.execute_script("return window.pwned === undefined")
     assert EVIL_RULE in settled(lambda: driver.find_element(By.CSS_SELECTOR, f"article[data-bucket='{bad}']").text)
 
+    # The picture, with the failed tasks and their errors: non-blank, and
+    # kept as the README's. The window is as tall as the page.
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1500, min(int(height) + 140, 2400))
+    shot = tmp_path / "dashboard.png"
+    assert driver.save_screenshot(str(shot))
+    with Image.open(shot) as img:
+        rgb = img.convert("RGB")
+        assert rgb.size[0] >= 1000 and rgb.size[1] >= 600, rgb.size
+        colours = rgb.getcolors(maxcolors=1 << 20)
+        assert colours is not None and len(colours) > 50, f"{len(colours or [])} colours"
+        dominant = max(n for n, _ in colours)
+        assert dominant < 0.95 * rgb.size[0] * rgb.size[1], "the screenshot is one colour"
+    DOCS_PICTURE.parent.mkdir(exist_ok=True)
+    shutil.copyfile(shot, DOCS_PICTURE)
+
     # The destination bucket comes back; "Retry failed" requeues both.
     versioned_bucket(dest, f["bad_dest"], DEST_REGION)
-    driver.find_element(By.CSS_SELECTOR, f"article[data-bucket='{bad}'] button.retry").click()
+    settled(lambda: driver.find_element(By.CSS_SELECTOR, f"article[data-bucket='{bad}'] button.retry").click())
     notice = wait_for(driver, lambda d: d.find_elements(By.ID, "notice"), "the retry notice")[0]
     assert notice.text == f"2 failed task(s) of {bad} requeued", notice.text
     for key in f["failing"]:
@@ -265,21 +283,6 @@ def test_dashboard_in_chromium_shows_the_admin_api_figures_and_retries_failed_ta
     wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f"article[data-bucket='{bad}'] .failed-none"),
              "an empty failed list")
 
-    # The picture: non-blank, and kept as the README's.
-    # The window as tall as the page, so the picture shows all of it.
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(1500, min(int(height) + 140, 2400))
-    shot = tmp_path / "dashboard.png"
-    assert driver.save_screenshot(str(shot))
-    with Image.open(shot) as img:
-        rgb = img.convert("RGB")
-        assert rgb.size[0] >= 1000 and rgb.size[1] >= 600, rgb.size
-        colours = rgb.getcolors(maxcolors=1 << 20)
-        assert colours is not None and len(colours) > 50, f"{len(colours or [])} colours"
-        dominant = max(n for n, _ in colours)
-        assert dominant < 0.95 * rgb.size[0] * rgb.size[1], "the screenshot is one colour"
-    DOCS_PICTURE.parent.mkdir(exist_ok=True)
-    shutil.copyfile(shot, DOCS_PICTURE)
 
     # Logging out ends the session: the page sends back to the login form.
     driver.find_element(By.ID, "logout").click()
