@@ -24,3 +24,14 @@ if [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] && [ "$(id -u)" 
     apt-get install -y libfaketime >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y libfaketime >/dev/null; } \
         || echo "libfaketime could not be installed: the clock scenarios will be SKIPPED" >&2
 fi
+# The dashboard test (tests/py/test_dashboard.py) drives Debian's Chromium
+# headless through its chromedriver (selenium is given the driver's path:
+# its own driver download cannot work offline).
+if { [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; } && [ "$(id -u)" = 0 ] \
+    && command -v apt-get >/dev/null; then
+    echo "installing chromium and chromium-driver (the dashboard's browser test)..." >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y chromium chromium-driver >/dev/null 2>&1 \
+        || { apt-get update >/dev/null && apt-get install -y chromium chromium-driver >/dev/null; } \
+        || echo "chromium could not be installed: the dashboard's browser test will fail" >&2
+fi

@@ -14,7 +14,9 @@ PYTHON="${PYTHON:-python3}"
 # the seed article's upload script unchanged.
 # awscli v1 vendors its own botocore and s3transfer, so its pin is
 # independent of boto3's. awscrt (the botocore[crt] extra) lets botocore
-# compute and verify CRC32C and CRC64NVME checksums.
+# compute and verify CRC32C and CRC64NVME checksums. selenium drives
+# Debian's Chromium in the dashboard test (4.51: 4.52 wants a certifi not
+# yet released), and pillow checks its screenshot.
 PINS=(
     "awscli==1.46.3"
     "awscrt==0.38.0"
@@ -24,9 +26,11 @@ PINS=(
     "faker==40.54.0"
     "moto[server]==5.2.5"
     "oss2==2.19.1"
+    "pillow==13.0.0"
     "pytest==9.2.0"
     "pytest-timeout==2.4.0"
     "requests==2.34.2"
+    "selenium==4.51.0"
 )
 
 stamp="$VENV/.godwit-pins"

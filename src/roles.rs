@@ -99,9 +99,12 @@ async fn start_admin(
     let listener = listen::bind(addr).await?;
     let local = listener.local_addr()?;
     tracing::info!(addr = %local, scheme = serving.scheme(), "admin listener");
+    let (dashboard, lag_sampler) =
+        crate::admin::ui::Dashboard::start(state.clone(), local, shutdown.clone());
+    tasks.push(lag_sampler);
     tasks.push(tokio::spawn(listen::serve(
         listener,
-        crate::admin::server::router(state.clone()),
+        crate::admin::server::router(state.clone()).merge(dashboard),
         serving.clone(),
         shutdown.clone(),
     )));

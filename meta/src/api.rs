@@ -885,6 +885,9 @@ impl AdminMeta for MetaNode {
                 self.replication_report_impl(&bucket, rule_id.as_deref(), period_ms)
                     .await?,
             ),
+            Q::FailedTasks { bucket, limit } => {
+                A::Tasks(self.failed_tasks_impl(&bucket, limit).await?)
+            }
         })
     }
 }

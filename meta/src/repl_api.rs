@@ -173,6 +173,17 @@ impl MetaNode {
         }
     }
 
+    pub(crate) async fn failed_tasks_impl(
+        &self,
+        bucket: &str,
+        limit: u32,
+    ) -> MetaResult<Vec<ReplicationTask>> {
+        self.linearizable().await?;
+        let bucket = bucket.to_string();
+        self.blocking(move |db| failed_tasks(db, &bucket, limit as usize))
+            .await
+    }
+
     pub(crate) async fn replication_report_impl(
         &self,
         bucket: &str,
@@ -352,6 +363,25 @@ fn count_keys(db: &DB, bucket: &str) -> MetaResult<u64> {
 
 /// The SLA rows of `bucket` (and `rule_id`) from `since_ms`'s hour on,
 /// never older than the hours kept (rows not yet pruned are skipped).
+/// The first `limit` tasks of `bucket`'s failed set, in task-id order.
+fn failed_tasks(db: &DB, bucket: &str, limit: usize) -> MetaResult<Vec<ReplicationTask>> {
+    listing::check_bucket(db, bucket)?;
+    let mut prefix = bucket.as_bytes().to_vec();
+    prefix.push(0);
+    let mut tasks = Vec::new();
+    for item in db.iterator_cf(
+        cf(db, CF_REPL_FAILED),
+        IteratorMode::From(&prefix, rocksdb::Direction::Forward),
+    ) {
+        let (k, v) = item.map_err(db_err)?;
+        if !k.starts_with(&prefix) || tasks.len() >= limit {
+            break;
+        }
+        tasks.push(decode(&v)?);
+    }
+    Ok(tasks)
+}
+
 fn sla_report(
     db: &DB,
     bucket: &str,

@@ -1,7 +1,8 @@
 //! The admin listener (`/health`, `/metrics`, the admin API) and the
-//! `godwit admin` client that talks to it.
+//! `godwit admin` client that talks to it; `/ui`, the dashboard (`ui/`).
 
 pub mod cli;
 pub mod cluster;
 mod report;
 pub mod server;
+pub mod ui;

@@ -94,6 +94,11 @@ impl AdminState {
         *self.meta.write().expect("admin lock") = Some(meta);
     }
 
+    /// The meta handles once set (the dashboard's reads, `ui/`).
+    pub(crate) fn meta_handles(&self) -> Option<MetaHandles> {
+        self.meta.read().expect("admin lock").clone()
+    }
+
     fn meta(&self) -> Result<MetaHandles, AdminError> {
         self.meta
             .read()

@@ -30,6 +30,7 @@ request_enum! {
         DeleteRemote { name: String },
         RetryFailed { bucket: String },
         ReplicationReport { bucket: String, rule_id: Option<String>, period_ms: i64 },
+        FailedTasks { bucket: String, limit: u32 },
     }
 }
 
@@ -45,6 +46,7 @@ pub enum AdminResponse {
     Accounts(Vec<Account>),
     Count(u64),
     Report(crate::sla::SlaReport),
+    Tasks(Vec<ReplicationTask>),
 }
 
 impl MetaRequest for AdminRequest {
@@ -59,7 +61,12 @@ impl MetaRequest for AdminRequest {
         use AdminRequest::*;
         matches!(
             self,
-            Status | DatanodeStatus | ListAccessKeys | ListAccounts | ReplicationReport { .. }
+            Status
+                | DatanodeStatus
+                | ListAccessKeys
+                | ListAccounts
+                | ReplicationReport { .. }
+                | FailedTasks { .. }
         )
     }
 
@@ -150,6 +157,15 @@ pub trait AdminMeta: Send + Sync + 'static {
             period_ms,
         };
         ask!(self, req => AdminResponse::Report)
+    }
+    /// The first `limit` of a bucket's FAILED tasks (those `retry_failed`
+    /// would requeue), each with its last error. `NoSuchBucket`.
+    async fn failed_tasks(&self, bucket: &str, limit: u32) -> MetaResult<Vec<ReplicationTask>> {
+        let req = AdminRequest::FailedTasks {
+            bucket: bucket.into(),
+            limit,
+        };
+        ask!(self, req => AdminResponse::Tasks)
     }
     /// Puts a bucket's failed tasks back in their lanes; returns how many.
     async fn retry_failed(&self, bucket: &str) -> MetaResult<u64> {

@@ -203,6 +203,11 @@ mod tests {
                 period_ms: 1,
             }
             .retry_safe(),
+            AdminRequest::FailedTasks {
+                bucket: "b".into(),
+                limit: 1,
+            }
+            .retry_safe(),
         ];
         assert!(reads.iter().all(|safe| *safe), "{reads:?}");
         assert_eq!(ObjectRequest::ListBuckets.name(), "ListBuckets");
