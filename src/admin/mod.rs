@@ -5,3 +5,4 @@ pub mod cli;
 pub mod cluster;
 mod report;
 pub mod server;
+mod verify;
