@@ -194,6 +194,10 @@ pub struct ReplicationArgs {
     /// Objects above this many bytes are HEADed at the destination first.
     #[arg(long, env = "GODWIT_REPLICATION_OPTIMISTIC_THRESHOLD")]
     pub replication_optimistic_threshold: Option<u64>,
+    /// Keys a verify job lists per page and side (its progress is saved
+    /// after every page). Default 1000, the most S3 lists at once.
+    #[arg(long, env = "GODWIT_REPLICATION_VERIFY_PAGE")]
+    pub replication_verify_page: Option<usize>,
 }
 
 impl ReplicationArgs {
@@ -215,6 +219,7 @@ impl ReplicationArgs {
             optimistic_threshold: self
                 .replication_optimistic_threshold
                 .unwrap_or(d.optimistic_threshold),
+            verify_page_keys: self.replication_verify_page.unwrap_or(d.verify_page_keys),
             ..d
         }
     }

@@ -30,6 +30,7 @@ pub mod sse;
 pub mod suspects;
 pub mod types;
 pub mod uri;
+pub mod verify;
 
 pub use block_api::{BlockRouter, BlockStore, ByteStream};
 pub use error::{BlockError, MetaError};

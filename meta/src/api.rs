@@ -852,6 +852,13 @@ impl ReplicationMeta for MetaNode {
                 self.backfill_scan_impl(&bucket, &rule_id, start_after.as_deref(), max)
                     .await?,
             ),
+            Q::RunningVerifyJobs => A::Jobs(self.list_verify_jobs_impl(true).await?),
+            Q::SaveVerifyStep { step } => A::Done(self.save_verify_step_impl(step).await?),
+            Q::RequeueKeys {
+                bucket,
+                rule_id,
+                keys,
+            } => A::Count(self.requeue_keys_impl(&bucket, &rule_id, keys).await?),
         })
     }
 }
@@ -888,6 +895,12 @@ impl AdminMeta for MetaNode {
             Q::FailedTasks { bucket, limit } => {
                 A::Tasks(self.failed_tasks_impl(&bucket, limit).await?)
             }
+            Q::StartVerify { spec } => A::Job(Box::new(self.start_verify_impl(spec).await?)),
+            Q::ListVerifyJobs => A::Jobs(self.list_verify_jobs_impl(false).await?),
+            Q::GetVerifyJob { id } => {
+                A::MaybeJob(self.get_verify_job_impl(&id).await?.map(Box::new))
+            }
+            Q::CancelVerifyJob { id } => A::Job(Box::new(self.cancel_verify_job_impl(&id).await?)),
         })
     }
 }

@@ -312,6 +312,29 @@ pub enum Command {
         total_keys: Option<u64>,
         now_ms: i64,
     },
+    /// `godwit admin replication verify`: a new verify job named `id`
+    /// (`apply/verify.rs`).
+    StartVerify {
+        id: String,
+        spec: godwit_common::verify::VerifySpec,
+        now_ms: i64,
+    },
+    /// One page of a verify job's work, saved by the worker.
+    SaveVerifyStep {
+        step: godwit_common::verify::VerifyStep,
+        now_ms: i64,
+    },
+    CancelVerifyJob {
+        id: String,
+        now_ms: i64,
+    },
+    /// Verify's repair: requeues the latest versions of `keys`.
+    RequeueKeys {
+        bucket: String,
+        rule_id: String,
+        keys: Vec<String>,
+        now_ms: i64,
+    },
     /// Repair and bad-copy reports: replaces a block's placement when it
     /// still is `expect` (compare-and-set: a concurrent change wins and
     /// the repair loop looks again). `nodes` is never empty.
@@ -368,6 +391,7 @@ pub enum Reply {
     MaybeKey(Option<String>),
     Rule(Box<ReplicationRule>),
     Ids(Vec<String>),
+    Job(Box<godwit_common::verify::VerifyJob>),
 }
 
 impl Command {
@@ -392,6 +416,8 @@ impl Command {
                 | Command::PutRemote { .. }
                 | Command::RecordIntents { .. }
                 | Command::BackfillScan { .. }
+                | Command::StartVerify { .. }
+                | Command::RequeueKeys { .. }
         )
     }
 
@@ -438,6 +464,10 @@ impl Command {
             Command::RetryFailed { .. } => "retry_failed",
             Command::SetRemoteUploadId { .. } => "set_remote_upload_id",
             Command::BackfillScan { .. } => "backfill_scan",
+            Command::StartVerify { .. } => "start_verify",
+            Command::SaveVerifyStep { .. } => "save_verify_step",
+            Command::CancelVerifyJob { .. } => "cancel_verify_job",
+            Command::RequeueKeys { .. } => "requeue_keys",
             Command::UpdatePlacement { .. } => "update_placement",
             Command::SetDatanodeState { .. } => "set_datanode_state",
             Command::RecordIntents { .. } => "record_intents",
@@ -465,6 +495,10 @@ impl Command {
             | Command::AckTasks { now_ms, .. }
             | Command::RetryFailed { now_ms, .. }
             | Command::BackfillScan { now_ms, .. }
+            | Command::StartVerify { now_ms, .. }
+            | Command::SaveVerifyStep { now_ms, .. }
+            | Command::CancelVerifyJob { now_ms, .. }
+            | Command::RequeueKeys { now_ms, .. }
             | Command::RenewIntents { now_ms, .. }
             | Command::SweepBlocks { now_ms, .. } => *now_ms,
             _ => 0,

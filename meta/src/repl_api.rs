@@ -10,12 +10,14 @@ use godwit_common::meta_api::MetaResult;
 use godwit_common::replication::*;
 use godwit_common::sla::{build_report, hour_of, SlaHour, SlaReport, HOUR_MS, KEEP_HOURS};
 use godwit_common::types::*;
+use godwit_common::verify::{JobState, VerifyJob, VerifySpec, VerifyStep};
 use godwit_common::MetaError;
 use rocksdb::{IteratorMode, DB};
 
 use crate::apply::outbox::{BackfillProgress, LaneCounters};
 use crate::apply::sla::{hour_start_key, parse_sla_key, SLA_PREFIX};
 use crate::apply::streaming::StreamedUpload;
+use crate::apply::verify::{job_key, JOB_PREFIX};
 use crate::command::{Command, Reply};
 use crate::listing;
 use crate::node::MetaNode;
@@ -334,6 +336,90 @@ impl MetaNode {
         };
         match self.write(cmd).await? {
             Reply::Deleted(d) => Ok(d),
+            r => Err(unexpected(r)),
+        }
+    }
+}
+
+impl MetaNode {
+    pub(crate) async fn start_verify_impl(&self, spec: VerifySpec) -> MetaResult<VerifyJob> {
+        let now_ms = self.now_ms();
+        // Creation time first, so job rows sort oldest first.
+        let id = format!("{now_ms:013}-{}", &crate::node::random_id()[..8]);
+        match self
+            .write(Command::StartVerify { id, spec, now_ms })
+            .await?
+        {
+            Reply::Job(j) => Ok(*j),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    /// Every kept job, oldest first (`running`: the running ones only).
+    pub(crate) async fn list_verify_jobs_impl(&self, running: bool) -> MetaResult<Vec<VerifyJob>> {
+        self.linearizable().await?;
+        self.blocking(move |db| {
+            let mut out = Vec::new();
+            for item in db.iterator_cf(
+                cf(db, CF_REPL_STATE),
+                IteratorMode::From(JOB_PREFIX, rocksdb::Direction::Forward),
+            ) {
+                let (k, v) = item.map_err(db_err)?;
+                if !k.starts_with(JOB_PREFIX) {
+                    break;
+                }
+                let job: VerifyJob = decode(&v)?;
+                if !running || job.state == JobState::Running {
+                    out.push(job);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    pub(crate) async fn get_verify_job_impl(&self, id: &str) -> MetaResult<Option<VerifyJob>> {
+        self.linearizable().await?;
+        self.db
+            .get_cf(cf(&self.db, CF_REPL_STATE), job_key(id))
+            .map_err(db_err)?
+            .map(|b| decode(&b))
+            .transpose()
+    }
+
+    pub(crate) async fn cancel_verify_job_impl(&self, id: &str) -> MetaResult<VerifyJob> {
+        let cmd = Command::CancelVerifyJob {
+            id: id.into(),
+            now_ms: self.now_ms(),
+        };
+        match self.write(cmd).await? {
+            Reply::Job(j) => Ok(*j),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    pub(crate) async fn save_verify_step_impl(&self, step: VerifyStep) -> MetaResult<()> {
+        let cmd = Command::SaveVerifyStep {
+            step,
+            now_ms: self.now_ms(),
+        };
+        self.write(cmd).await.map(|_| ())
+    }
+
+    pub(crate) async fn requeue_keys_impl(
+        &self,
+        bucket: &str,
+        rule_id: &str,
+        keys: Vec<String>,
+    ) -> MetaResult<u64> {
+        let cmd = Command::RequeueKeys {
+            bucket: bucket.into(),
+            rule_id: rule_id.into(),
+            keys,
+            now_ms: self.now_ms(),
+        };
+        match self.write(cmd).await? {
+            Reply::Count(n) => Ok(n),
             r => Err(unexpected(r)),
         }
     }

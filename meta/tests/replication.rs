@@ -1278,3 +1278,101 @@ async fn replication_works_over_meta_client() {
     );
     node.shutdown().await;
 }
+
+#[tokio::test]
+async fn verify_jobs_are_kept_through_restarts_and_repair_queues_each_version_once() {
+    use godwit_common::verify::*;
+    let dir = tempfile::tempdir().unwrap();
+    let (job_id, v) = {
+        let m = open(dir.path()).await;
+        setup(
+            &*m,
+            vec![
+                rule("a", 1, "logs/", "r1", "d1"),
+                rule("b", 1, "", "r2", "d2"),
+            ],
+        )
+        .await;
+        let v = m.put_object(inline("src", "logs/k", b"x")).await.unwrap();
+        m.put_object(inline("src", "img/k", b"y")).await.unwrap();
+        let spec = |rule_id: Option<&str>, level| VerifySpec {
+            bucket: "src".into(),
+            rule_id: rule_id.map(str::to_string),
+            prefix: String::new(),
+            level,
+            repair: true,
+        };
+        assert!(matches!(
+            m.start_verify(spec(None, 3)).await,
+            Err(MetaError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            m.start_verify(spec(Some("nope"), 1)).await,
+            Err(MetaError::NoSuchReplicationRule(_))
+        ));
+        let job = m.start_verify(spec(None, 1)).await.unwrap();
+        assert_eq!(job.state, JobState::Running);
+        let rules: Vec<&str> = job.rules.iter().map(|r| r.rule_id.as_str()).collect();
+        assert_eq!(rules, ["a", "b"]);
+        // One page of rule a, saved: the cursor and counts are kept.
+        let step = VerifyStep {
+            job_id: job.id.clone(),
+            rule_id: "a".into(),
+            from: None,
+            to: Some("logs/k".into()),
+            done: true,
+            counts: OutcomeCounts {
+                missing: 1,
+                ..Default::default()
+            },
+            differences: vec![],
+            requeued: 1,
+            error: None,
+        };
+        m.save_verify_step(step).await.unwrap();
+
+        // Repair: the version's tasks are still queued, so nothing is
+        // added; once they are done, one task, and only once.
+        assert_eq!(
+            m.requeue_keys("src", "a", vec!["logs/k".into()])
+                .await
+                .unwrap(),
+            0
+        );
+        let ids: Vec<String> = lease_all(&*m).await.into_iter().map(|t| t.id).collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        done(&*m, &ids).await;
+        assert_eq!(
+            status_of(&*m, "logs/k", &v.version_id).await,
+            Some(ReplicationStatus::Completed)
+        );
+        let keys = vec!["logs/k".to_string(), "logs/none".into(), "img/k".into()];
+        assert_eq!(m.requeue_keys("src", "a", keys.clone()).await.unwrap(), 1);
+        assert_eq!(m.requeue_keys("src", "a", keys).await.unwrap(), 0);
+        let again = lease(&*m, Lane::Backfill).await;
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert_eq!(
+            (again[0].key.as_str(), again[0].rule_id.as_str()),
+            ("logs/k", "a")
+        );
+        assert_eq!(
+            status_of(&*m, "logs/k", &v.version_id).await,
+            Some(ReplicationStatus::Pending)
+        );
+        m.shutdown().await;
+        (job.id, v)
+    };
+    let m = open(dir.path()).await;
+    let job = m.get_verify_job(&job_id).await.unwrap().unwrap();
+    assert_eq!(job.rules[0].cursor.as_deref(), Some("logs/k"));
+    assert!(job.rules[0].done && !job.rules[1].done);
+    assert_eq!((job.counts().missing, job.requeued()), (1, 1));
+    assert_eq!(m.running_verify_jobs().await.unwrap().len(), 1);
+    let cancelled = m.cancel_verify_job(&job_id).await.unwrap();
+    assert_eq!(cancelled.state, JobState::Cancelled);
+    assert!(m.running_verify_jobs().await.unwrap().is_empty());
+    assert_eq!(m.list_verify_jobs().await.unwrap().len(), 1);
+    assert!(m.get_verify_job("nope").await.unwrap().is_none());
+    let _ = v;
+    m.shutdown().await;
+}

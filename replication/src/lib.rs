@@ -4,7 +4,8 @@
 //! It owns the lanes (RTC, standard, backfill, each with its own loop and
 //! concurrency budget), retries with backoff and jitter, per-remote
 //! bandwidth limits in which RTC goes first, multipart part streaming, the
-//! existing-object backfill scanner and the per-rule Prometheus figures.
+//! existing-object backfill scanner, verify jobs (`verify.rs`) and the
+//! per-rule Prometheus figures.
 //!
 //! It never touches rocksdb, the disk or Raft, and never parses S3 requests:
 //! its doors are `ReplicationMeta` (the task queue, source uploads,
@@ -22,6 +23,7 @@ mod metrics;
 mod multipart;
 mod remotes;
 mod task;
+mod verify;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -69,6 +71,9 @@ pub struct ReplicatorConfig {
     /// SSE-S3's key ring: SSE-S3 objects are read in the clear and sent
     /// for SSE-S3 at the destination (None: they fail, cause `sse-s3`).
     pub sse_keys: Option<std::sync::Arc<godwit_common::sse::KeyRing>>,
+    /// Keys a verify job lists per page and side: its progress is saved
+    /// to meta after each page (1 to 1000; S3 lists at most 1000).
+    pub verify_page_keys: usize,
 }
 
 impl Default for ReplicatorConfig {
@@ -86,6 +91,7 @@ impl Default for ReplicatorConfig {
             optimistic_threshold: 1024 * 1024,
             idle_poll_ms: 50,
             sse_keys: None,
+            verify_page_keys: 1000,
         }
     }
 }
@@ -149,8 +155,8 @@ impl Replicator {
         &self.cfg
     }
 
-    /// Starts the three lanes, the stats exporter, the remote refresher and
-    /// the backfill scanner. The handle finishes once all of them stopped
+    /// Starts the three lanes, the stats exporter, the remote refresher,
+    /// the backfill scanner and the verify loop. The handle finishes once all of them stopped
     /// after `shutdown` is cancelled (tasks in flight get a short grace
     /// period; the rest come back when their lease expires).
     pub fn spawn(self: &Arc<Self>, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
@@ -163,6 +169,7 @@ impl Replicator {
             set.spawn(metrics::run_stats(rep.clone(), shutdown.clone()));
             set.spawn(remotes::run_refresh(rep.clone(), shutdown.clone()));
             set.spawn(backfill::run_backfill(rep.clone(), shutdown.clone()));
+            set.spawn(verify::run_verify(rep.clone(), shutdown.clone()));
             while let Some(res) = set.join_next().await {
                 if let Err(e) = res {
                     tracing::error!(error = %e, "a replication loop ended abnormally");

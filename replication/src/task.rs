@@ -715,7 +715,7 @@ impl Replicator {
     }
 
     /// How to open an encrypted version's data (None: in the clear).
-    fn sealed_version(&self, v: &ObjectVersion) -> Result<Option<Sealed>, TaskError> {
+    pub(crate) fn sealed_version(&self, v: &ObjectVersion) -> Result<Option<Sealed>, TaskError> {
         let Some(dek) = self.data_key(v.sse.as_ref())? else {
             return Ok(None);
         };

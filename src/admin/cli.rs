@@ -55,7 +55,8 @@ pub enum AdminCommand {
     /// Remote regions (or any S3 endpoint) that buckets replicate to.
     #[command(subcommand)]
     Remote(RemoteCommand),
-    /// Replication status, the SLA report and failed-task retries.
+    /// Replication status, the SLA report, verify jobs and failed-task
+    /// retries.
     #[command(subcommand)]
     Replication(ReplicationCommand),
     /// Meta group membership: status, init, add-meta, remove-meta, compact.
@@ -147,6 +148,34 @@ pub enum ReplicationCommand {
         #[arg(long)]
         rule: Option<String>,
     },
+    /// Compare the bucket with each rule's destination: 0 presence, 1
+    /// plus size and ETag, 2 plus a full read and hash of both sides. Runs
+    /// as a job on the replication worker; waits for it and prints the
+    /// counts per outcome and the first differing keys.
+    Verify {
+        bucket: String,
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..=2))]
+        level: u8,
+        /// One rule only.
+        #[arg(long)]
+        rule: Option<String>,
+        /// Only keys under this prefix.
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Requeue missing and differing keys through the rule's lanes.
+        #[arg(long)]
+        repair: bool,
+        /// Print the report as CSV.
+        #[arg(long, conflicts_with = "json")]
+        csv: bool,
+        /// Print the job as started and return; follow it with `jobs`.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Verify jobs with their progress.
+    Jobs,
+    /// Stop a running verify job (it stops at its next page).
+    Cancel { job_id: String },
 }
 
 #[derive(Subcommand)]
@@ -575,6 +604,36 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
             since,
             rule,
         }) => super::report::run(&client, a.json, bucket, since, rule.as_deref()).await?,
+        AdminCommand::Replication(ReplicationCommand::Verify {
+            bucket,
+            level,
+            rule,
+            prefix,
+            repair,
+            csv,
+            no_wait,
+        }) => {
+            let out = match (a.json, csv) {
+                (true, _) => super::verify::Output::Json,
+                (_, true) => super::verify::Output::Csv,
+                _ => super::verify::Output::Table,
+            };
+            let args = super::verify::VerifyArgs {
+                bucket,
+                rule: rule.as_deref(),
+                prefix: prefix.as_deref(),
+                level: *level,
+                repair: *repair,
+                wait: !no_wait,
+            };
+            super::verify::run(&client, out, args).await?
+        }
+        AdminCommand::Replication(ReplicationCommand::Jobs) => {
+            super::verify::list(&client, a.json).await?
+        }
+        AdminCommand::Replication(ReplicationCommand::Cancel { job_id }) => {
+            super::verify::cancel(&client, a.json, job_id).await?
+        }
         AdminCommand::Replication(ReplicationCommand::RetryFailed { bucket }) => {
             let q = format!(
                 "/admin/v1/replication/retry-failed?bucket={}",

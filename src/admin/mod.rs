@@ -6,3 +6,4 @@ pub mod cluster;
 mod report;
 pub mod server;
 pub mod ui;
+mod verify;

@@ -15,6 +15,7 @@ use axum::{Json, Router};
 use godwit_common::replication::{RemoteInfo, RuleStats};
 use godwit_common::sla::{parse_period, SlaReport};
 use godwit_common::types::{AccessKey, Account};
+use godwit_common::verify::{VerifyJob, VerifySpec};
 use godwit_common::{AdminMeta, BlockMeta, MetaError, ObjectMeta};
 use godwit_gateway::auth::{self, SecretLookup};
 use godwit_gateway::error::S3Error;
@@ -152,6 +153,7 @@ pub(crate) enum AdminError {
     Auth(S3Error),
     NotRoot,
     BadRequest(String),
+    NotFound(String),
     Meta(MetaError),
 }
 
@@ -165,6 +167,11 @@ impl IntoResponse for AdminError {
                 "the admin API needs the root key".into(),
             ),
             AdminError::BadRequest(m) => (StatusCode::BAD_REQUEST, m),
+            AdminError::NotFound(m) => (StatusCode::NOT_FOUND, m),
+            AdminError::Meta(e @ MetaError::NoSuchReplicationRule(_))
+            | AdminError::Meta(e @ MetaError::ReplicationConfigurationNotFound) => {
+                (StatusCode::NOT_FOUND, e.to_string())
+            }
             AdminError::Meta(MetaError::NoSuchAccessKey) => {
                 (StatusCode::NOT_FOUND, "no such access key".into())
             }
@@ -668,6 +675,91 @@ async fn retry_failed(
     }))
 }
 
+#[derive(Deserialize)]
+struct VerifyQuery {
+    bucket: Option<String>,
+    level: Option<u8>,
+    rule: Option<String>,
+    prefix: Option<String>,
+    /// `1` or `true`: requeue what is missing or differs.
+    repair: Option<String>,
+}
+
+/// `POST /admin/v1/replication/verify?bucket=B&level=N[&rule=ID][&prefix=P][&repair=1]`:
+/// starts a verify job (`godwit_common::verify`) and answers it (201).
+async fn start_verify(
+    State(s): State<Arc<AdminState>>,
+    Query(q): Query<VerifyQuery>,
+    req: Request,
+) -> Result<(StatusCode, Json<VerifyJob>), AdminError> {
+    require_root(&s, req).await?;
+    let bucket = q
+        .bucket
+        .ok_or_else(|| AdminError::BadRequest("bucket is required".into()))?;
+    let level = q
+        .level
+        .ok_or_else(|| AdminError::BadRequest("level (0, 1 or 2) is required".into()))?;
+    let repair = match q.repair.as_deref() {
+        None | Some("0") | Some("false") => false,
+        Some("1") | Some("true") => true,
+        Some(other) => {
+            return Err(AdminError::BadRequest(format!(
+                "repair must be 1 or 0, not {other}"
+            )))
+        }
+    };
+    let spec = VerifySpec {
+        bucket,
+        rule_id: q.rule.filter(|r| !r.is_empty()),
+        prefix: q.prefix.unwrap_or_default(),
+        level,
+        repair,
+    };
+    let job = s.meta()?.admin.start_verify(spec).await?;
+    Ok((StatusCode::CREATED, Json(job)))
+}
+
+/// `GET /admin/v1/replication/jobs`: every kept verify job, oldest first.
+async fn list_jobs(
+    State(s): State<Arc<AdminState>>,
+    req: Request,
+) -> Result<Json<Vec<VerifyJob>>, AdminError> {
+    require_root(&s, req).await?;
+    Ok(Json(s.meta()?.admin.list_verify_jobs().await?))
+}
+
+fn no_such_job(id: &str) -> AdminError {
+    AdminError::NotFound(format!("no verify job {id}"))
+}
+
+/// `GET /admin/v1/replication/jobs/{id}`: one job, its report.
+async fn show_job(
+    State(s): State<Arc<AdminState>>,
+    Path(id): Path<String>,
+    req: Request,
+) -> Result<Json<VerifyJob>, AdminError> {
+    require_root(&s, req).await?;
+    match s.meta()?.admin.get_verify_job(&id).await? {
+        Some(job) => Ok(Json(job)),
+        None => Err(no_such_job(&id)),
+    }
+}
+
+/// `POST /admin/v1/replication/jobs/{id}/cancel`: stops a running job at
+/// its next page; answers the job.
+async fn cancel_job(
+    State(s): State<Arc<AdminState>>,
+    Path(id): Path<String>,
+    req: Request,
+) -> Result<Json<VerifyJob>, AdminError> {
+    require_root(&s, req).await?;
+    let meta = s.meta()?;
+    if meta.admin.get_verify_job(&id).await?.is_none() {
+        return Err(no_such_job(&id));
+    }
+    Ok(Json(meta.admin.cancel_verify_job(&id).await?))
+}
+
 async fn list_datanodes(
     State(s): State<Arc<AdminState>>,
     req: Request,
@@ -710,6 +802,10 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/admin/v1/replication/status", get(replication_status))
         .route("/admin/v1/replication/report", get(replication_report))
         .route("/admin/v1/replication/retry-failed", post(retry_failed))
+        .route("/admin/v1/replication/verify", post(start_verify))
+        .route("/admin/v1/replication/jobs", get(list_jobs))
+        .route("/admin/v1/replication/jobs/{id}", get(show_job))
+        .route("/admin/v1/replication/jobs/{id}/cancel", post(cancel_job))
         .route("/admin/v1/datanodes", get(list_datanodes))
         .route(
             "/admin/v1/datanodes/{id}/decommission",

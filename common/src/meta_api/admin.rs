@@ -1,6 +1,6 @@
 //! `AdminMeta`: what the operator changes. Raft status, the datanodes'
 //! state and their decommissioning, access keys, remotes, requeuing
-//! failed replication tasks, and the replication SLA report.
+//! failed replication tasks, the replication SLA report and verify jobs.
 //!
 //! Held by the admin API and CLI and by the role wiring (which installs
 //! the root key). Reads the S3 path needs too (one access key, the
@@ -31,6 +31,10 @@ request_enum! {
         RetryFailed { bucket: String },
         ReplicationReport { bucket: String, rule_id: Option<String>, period_ms: i64 },
         FailedTasks { bucket: String, limit: u32 },
+        StartVerify { spec: crate::verify::VerifySpec },
+        ListVerifyJobs,
+        GetVerifyJob { id: String },
+        CancelVerifyJob { id: String },
     }
 }
 
@@ -47,6 +51,9 @@ pub enum AdminResponse {
     Count(u64),
     Report(crate::sla::SlaReport),
     Tasks(Vec<ReplicationTask>),
+    Job(Box<crate::verify::VerifyJob>),
+    MaybeJob(Option<Box<crate::verify::VerifyJob>>),
+    Jobs(Vec<crate::verify::VerifyJob>),
 }
 
 impl MetaRequest for AdminRequest {
@@ -67,6 +74,8 @@ impl MetaRequest for AdminRequest {
                 | ListAccounts
                 | ReplicationReport { .. }
                 | FailedTasks { .. }
+                | ListVerifyJobs
+                | GetVerifyJob { .. }
         )
     }
 
@@ -173,5 +182,30 @@ pub trait AdminMeta: Send + Sync + 'static {
             bucket: bucket.into(),
         };
         ask!(self, req => AdminResponse::Count)
+    }
+    /// Starts a verify job (`crate::verify`) on the bucket's rules (on
+    /// `spec.rule_id` only, when given); the replication worker runs it.
+    /// `NoSuchBucket`, `ReplicationConfigurationNotFound`,
+    /// `NoSuchReplicationRule`, `InvalidArgument` for a level above 2.
+    async fn start_verify(
+        &self,
+        spec: crate::verify::VerifySpec,
+    ) -> MetaResult<crate::verify::VerifyJob> {
+        ask!(self, AdminRequest::StartVerify { spec } => AdminResponse::Job).map(|j| *j)
+    }
+    /// Every kept verify job, oldest first.
+    async fn list_verify_jobs(&self) -> MetaResult<Vec<crate::verify::VerifyJob>> {
+        ask!(self, AdminRequest::ListVerifyJobs => AdminResponse::Jobs)
+    }
+    /// One verify job, None when there is no such job.
+    async fn get_verify_job(&self, id: &str) -> MetaResult<Option<crate::verify::VerifyJob>> {
+        ask!(self, AdminRequest::GetVerifyJob { id: id.into() } => AdminResponse::MaybeJob)
+            .map(|j| j.map(|j| *j))
+    }
+    /// Stops a running verify job (a finished one is left as it is) and
+    /// returns it. `NotFound`-like `InvalidArgument` for an unknown id.
+    async fn cancel_verify_job(&self, id: &str) -> MetaResult<crate::verify::VerifyJob> {
+        ask!(self, AdminRequest::CancelVerifyJob { id: id.into() } => AdminResponse::Job)
+            .map(|j| *j)
     }
 }

@@ -1,7 +1,8 @@
 //! `ReplicationMeta`: the replication queue, as a worker drains it. Lease
 //! due tasks of a lane, acknowledge their outcomes, read a source upload
 //! for part streaming, record a destination's upload id, and step the
-//! existing-object (backfill) scan.
+//! existing-object (backfill) scan, and run verify jobs (read the running
+//! ones, save a page's results, requeue the keys a repair names).
 //!
 //! Held by the replication worker only. The rules themselves are bucket
 //! configuration (`ObjectMeta`); requeuing failed tasks is the operator's
@@ -31,6 +32,9 @@ request_enum! {
             start_after: Option<String>,
             max: usize,
         },
+        RunningVerifyJobs,
+        SaveVerifyStep { step: crate::verify::VerifyStep },
+        RequeueKeys { bucket: String, rule_id: String, keys: Vec<String> },
     }
 }
 
@@ -44,6 +48,8 @@ pub enum ReplicationResponse {
     UploadId(String),
     /// The last key a backfill step scanned (None: the scan is done).
     ScannedTo(Option<String>),
+    Jobs(Vec<crate::verify::VerifyJob>),
+    Count(u64),
 }
 
 impl MetaRequest for ReplicationRequest {
@@ -55,7 +61,10 @@ impl MetaRequest for ReplicationRequest {
     }
 
     fn retry_safe(&self) -> bool {
-        matches!(self, ReplicationRequest::ReplicationUpload { .. })
+        matches!(
+            self,
+            ReplicationRequest::ReplicationUpload { .. } | ReplicationRequest::RunningVerifyJobs
+        )
     }
 
     fn slow(&self) -> bool {
@@ -144,5 +153,32 @@ pub trait ReplicationMeta: Send + Sync + 'static {
             max,
         };
         ask!(self, req => ReplicationResponse::ScannedTo)
+    }
+    /// The verify jobs still running, oldest first.
+    async fn running_verify_jobs(&self) -> MetaResult<Vec<crate::verify::VerifyJob>> {
+        ask!(self, ReplicationRequest::RunningVerifyJobs => ReplicationResponse::Jobs)
+    }
+    /// Saves one page of a verify job's work (see `VerifyStep`): a step
+    /// whose `from` is no longer the rule's cursor, or for a job that is
+    /// no longer running, changes nothing.
+    async fn save_verify_step(&self, step: crate::verify::VerifyStep) -> MetaResult<()> {
+        ask!(self, ReplicationRequest::SaveVerifyStep { step } => ReplicationResponse::Done)
+    }
+    /// Verify's repair: queues a `NewVersion` task of rule `rule_id` in the
+    /// backfill lane for the latest version of each key, unless that
+    /// version already has tasks pending or the key has no version the
+    /// rule replicates. Returns how many tasks were queued.
+    async fn requeue_keys(
+        &self,
+        bucket: &str,
+        rule_id: &str,
+        keys: Vec<String>,
+    ) -> MetaResult<u64> {
+        let req = ReplicationRequest::RequeueKeys {
+            bucket: bucket.into(),
+            rule_id: rule_id.into(),
+            keys,
+        };
+        ask!(self, req => ReplicationResponse::Count)
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod outbox;
 mod replication;
 pub(crate) mod sla;
 pub(crate) mod streaming;
+pub(crate) mod verify;
 
 use godwit_common::bucket_config::ConfigChange;
 use godwit_common::types::*;
@@ -221,6 +222,15 @@ pub fn apply_command(
         } => {
             replication::backfill_scan(tx, &bucket, &rule_id, start_after, max, total_keys, now_ms)
         }
+        Command::StartVerify { id, spec, now_ms } => verify::start(tx, id, spec, now_ms),
+        Command::SaveVerifyStep { step, now_ms } => verify::step(tx, step, now_ms),
+        Command::CancelVerifyJob { id, now_ms } => verify::cancel(tx, &id, now_ms),
+        Command::RequeueKeys {
+            bucket,
+            rule_id,
+            keys,
+            now_ms,
+        } => verify::requeue_keys(tx, &bucket, &rule_id, &keys, now_ms),
         Command::UpdatePlacement {
             block_id,
             expect,

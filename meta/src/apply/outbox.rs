@@ -239,6 +239,24 @@ pub(crate) fn put_queued(tx: &mut Overlay, task: &ReplicationTask, due_ms: i64, 
     tx.put(CF_REPL_QUEUE, qk, tx.encode(task));
 }
 
+/// Whether a version has tasks pending (queued or leased).
+pub(crate) fn has_pending(
+    tx: &Overlay,
+    bucket: &str,
+    key: &str,
+    version_id: &str,
+) -> Result<bool, MetaError> {
+    Ok(
+        match tx.get(
+            CF_REPL_VERSIONS,
+            &version_tasks_key(bucket, key, version_id),
+        )? {
+            Some(b) => decode::<VersionTasks>(&b)?.pending > 0,
+            None => false,
+        },
+    )
+}
+
 /// Applies `change` to the counts of the task's version and returns the
 /// status they now give. The record goes once nothing is pending or failed.
 fn update_version_tasks(

@@ -18,10 +18,10 @@ use reqwest::{Method, Response, StatusCode};
 use sha2::{Digest, Sha256};
 
 use super::signing::{
-    bucket_path, content_md5, list_objects_path, object_path, uri_encode, RequestSigner, SigV4,
-    ToSign, EMPTY_SHA256, UNSIGNED_PAYLOAD,
+    bucket_path, content_md5, list_objects_after_path, list_objects_path, object_path, uri_encode,
+    RequestSigner, SigV4, ToSign, EMPTY_SHA256, UNSIGNED_PAYLOAD,
 };
-use super::xml::{self, unquote, Completed, ListPage};
+use super::xml::{self, unquote, Completed, EntriesPage, ListPage};
 use super::RemoteError;
 use crate::replication::RemoteInfo;
 use crate::ByteStream;
@@ -396,6 +396,30 @@ impl RemoteClient {
         Ok(xml::list_objects_page(&answer))
     }
 
+    /// One ListObjectsV2 page of up to `max_keys` keys under `prefix`
+    /// after `start_after` (StartAfter, which every S3 endpoint takes, so
+    /// a listing can resume from a key it saved), with sizes and ETags.
+    pub async fn list_entries_after(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        start_after: Option<&str>,
+        max_keys: u32,
+    ) -> Result<EntriesPage, RemoteError> {
+        let op = "ListObjectsV2";
+        let resp = self
+            .send_op(
+                op,
+                Method::GET,
+                &list_objects_after_path(bucket, prefix, start_after, max_keys),
+                &[],
+                Body::Empty,
+            )
+            .await?;
+        let answer = read_xml(op, check(op, resp).await?).await?;
+        Ok(xml::list_entries_page(&answer))
+    }
+
     /// HeadBucket: `Ok(true)` when the bucket exists and these credentials
     /// reach it, `Ok(false)` on 404.
     pub async fn head_bucket(&self, bucket: &str) -> Result<bool, RemoteError> {
@@ -468,6 +492,23 @@ impl RemoteClient {
                 })
                 .collect(),
         }))
+    }
+
+    /// GetObject of the latest version, its body unread (the caller
+    /// streams it with `Response::chunk`); `None` on 404.
+    pub async fn get_object(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<Option<reqwest::Response>, RemoteError> {
+        let op = "GetObject";
+        let resp = self
+            .send_op(op, Method::GET, &object_path(bucket, key), &[], Body::Empty)
+            .await?;
+        if resp.status() == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        check(op, resp).await.map(Some)
     }
 
     /// CopyObject of the key's latest version onto itself, provided it

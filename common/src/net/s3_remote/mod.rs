@@ -40,7 +40,9 @@ pub use signing::{
     sign_service_headers, tagging_header, uri_encode, RequestSigner, SigV4, ToSign, ADMIN_SERVICE,
     EMPTY_SHA256, UNSIGNED_PAYLOAD,
 };
-pub use xml::{error_code, list_objects_page, ListPage};
+pub use xml::{
+    error_code, list_entries_page, list_objects_page, EntriesPage, ListPage, ListedEntry,
+};
 
 /// HeadBucket deadline while resolving a destination ARN.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);

@@ -174,6 +174,26 @@ pub fn list_objects_path(bucket: &str, prefix: &str, token: Option<&str>, max_ke
     path
 }
 
+/// `/bucket?list-type=2&max-keys=..&prefix=..&start-after=..`: the
+/// ListObjectsV2 page of keys after `start_after`, parameters in SigV4's
+/// sorted order.
+pub fn list_objects_after_path(
+    bucket: &str,
+    prefix: &str,
+    start_after: Option<&str>,
+    max_keys: u32,
+) -> String {
+    let mut path = format!(
+        "{}?list-type=2&max-keys={max_keys}&prefix={}",
+        bucket_path(bucket),
+        uri_encode(prefix, true)
+    );
+    if let Some(after) = start_after {
+        path.push_str(&format!("&start-after={}", uri_encode(after, true)));
+    }
+    path
+}
+
 /// `x-amz-tagging` value: `k1=v1&k2=v2`, each part URI-encoded.
 pub fn tagging_header(tags: &BTreeMap<String, String>) -> String {
     tags.iter()

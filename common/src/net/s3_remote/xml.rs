@@ -343,6 +343,54 @@ struct ListBucketResult {
 struct ListedObject {
     #[serde(rename = "Key")]
     key: Option<String>,
+    #[serde(rename = "Size")]
+    size: Option<String>,
+    #[serde(rename = "ETag")]
+    etag: Option<String>,
+    #[serde(rename = "LastModified")]
+    last_modified: Option<String>,
+}
+
+/// One key of a ListObjectsV2 page, with what the listing says of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedEntry {
+    pub key: String,
+    pub size: u64,
+    /// Unquoted.
+    pub etag: String,
+    /// As listed (ISO 8601, e.g. `2026-12-03T13:50:26.000Z`).
+    pub last_modified: String,
+}
+
+/// A ListObjectsV2 page with sizes, ETags and times.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct EntriesPage {
+    pub entries: Vec<ListedEntry>,
+    /// More keys follow the last one.
+    pub truncated: bool,
+}
+
+/// The entries of a ListObjectsV2 answer. An answer that does not parse
+/// reads as an empty last page.
+pub fn list_entries_page(xml: &str) -> EntriesPage {
+    let Ok(page) = quick_xml::de::from_str::<ListBucketResult>(xml) else {
+        return EntriesPage::default();
+    };
+    EntriesPage {
+        truncated: page.is_truncated.is_some_and(|v| v.trim() == "true"),
+        entries: page
+            .contents
+            .into_iter()
+            .filter_map(|c| {
+                Some(ListedEntry {
+                    key: c.key?,
+                    size: c.size.and_then(|s| s.trim().parse().ok()).unwrap_or(0),
+                    etag: c.etag.as_deref().map(unquote).unwrap_or_default(),
+                    last_modified: c.last_modified.unwrap_or_default().trim().to_string(),
+                })
+            })
+            .collect(),
+    }
 }
 
 /// Keys and continuation token of a ListObjectsV2 answer. An answer that
