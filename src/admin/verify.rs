@@ -164,49 +164,41 @@ pub(crate) fn render(job: &VerifyJob) -> String {
     out
 }
 
-/// The report as CSV (RFC 4180): a `count` row per rule and outcome, then
-/// a `key` row per listed differing key.
+/// The report as CSV (RFC 4180, by the csv crate): a `count` row per rule
+/// and outcome, then a `key` row per listed differing key.
 pub(crate) fn csv(job: &VerifyJob) -> String {
-    let mut out = String::from("kind,rule,outcome,count,key,reason\r\n");
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::CRLF)
+        .from_writer(Vec::new());
+    let mut rows: Vec<[String; 6]> =
+        vec![["kind", "rule", "outcome", "count", "key", "reason"].map(String::from)];
     for r in &job.rules {
         for o in Outcome::ALL {
-            out.push_str(&csv_row(&[
-                "count",
-                &r.rule_id,
-                o.as_str(),
-                &r.counts.get(o).to_string(),
-                "",
-                "",
-            ]));
+            rows.push([
+                "count".into(),
+                r.rule_id.clone(),
+                o.as_str().into(),
+                r.counts.get(o).to_string(),
+                String::new(),
+                String::new(),
+            ]);
         }
     }
     for d in &job.differences {
-        out.push_str(&csv_row(&[
-            "key",
-            &d.rule_id,
-            d.outcome.as_str(),
-            "",
-            &d.key,
-            &d.reason,
-        ]));
+        rows.push([
+            "key".into(),
+            d.rule_id.clone(),
+            d.outcome.as_str().into(),
+            String::new(),
+            d.key.clone(),
+            d.reason.clone(),
+        ]);
     }
-    out
-}
-
-/// One CSV record: fields holding a comma, quote or line break are quoted,
-/// their quotes doubled.
-fn csv_row(fields: &[&str]) -> String {
-    let quoted: Vec<String> = fields
-        .iter()
-        .map(|f| {
-            if f.contains([',', '"', '\r', '\n']) {
-                format!("\"{}\"", f.replace('"', "\"\""))
-            } else {
-                f.to_string()
-            }
-        })
-        .collect();
-    format!("{}\r\n", quoted.join(","))
+    for row in &rows {
+        w.write_record(row).expect("writing to memory cannot fail");
+    }
+    let bytes = w.into_inner().expect("writing to memory cannot fail");
+    String::from_utf8(bytes).expect("the fields are UTF-8")
 }
 
 /// `godwit admin replication jobs`: every kept job with its progress.
@@ -268,11 +260,55 @@ pub(crate) async fn cancel(client: &AdminClient, json: bool, id: &str) -> anyhow
 mod tests {
     use super::*;
 
+    /// A key holding commas, quotes and a line break reads back whole.
     #[test]
-    fn csv_quotes_fields_that_need_it() {
+    fn csv_rows_read_back() {
+        use godwit_common::verify::{
+            Difference, JobState, OutcomeCounts, RuleProgress, VerifySpec,
+        };
+        let job = VerifyJob {
+            id: "j".into(),
+            spec: VerifySpec {
+                bucket: "b".into(),
+                rule_id: None,
+                prefix: String::new(),
+                level: 1,
+                repair: false,
+            },
+            state: JobState::Done,
+            rules: vec![RuleProgress {
+                rule_id: "r,1".into(),
+                destination: "eu/d".into(),
+                cursor: None,
+                done: true,
+                counts: OutcomeCounts {
+                    missing: 1,
+                    ..OutcomeCounts::default()
+                },
+                requeued: 0,
+            }],
+            differences: vec![Difference {
+                rule_id: "r,1".into(),
+                key: "a,\"b\"\nc".into(),
+                outcome: Outcome::Missing,
+                reason: "not at the destination".into(),
+            }],
+            created_ms: 0,
+            updated_ms: 0,
+            error: None,
+        };
+        let text = csv(&job);
+        let rows: Vec<csv::StringRecord> = csv::Reader::from_reader(text.as_bytes())
+            .records()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows.len(), Outcome::ALL.len() + 1);
         assert_eq!(
-            csv_row(&["a", "b,c", "say \"hi\""]),
-            "a,\"b,c\",\"say \"\"hi\"\"\"\r\n"
+            rows[1].iter().take(4).collect::<Vec<_>>(),
+            ["count", "r,1", Outcome::ALL[1].as_str(), "1"]
         );
+        let last = rows.last().unwrap();
+        assert_eq!(&last[4], "a,\"b\"\nc");
+        assert_eq!(&last[2], "missing");
     }
 }
