@@ -249,6 +249,23 @@ def test_dashboard_in_chromium_shows_the_admin_api_figures_and_retries_failed_ta
     assert driver.execute_script("return window.pwned === undefined")
     assert EVIL_RULE in settled(lambda: driver.find_element(By.CSS_SELECTOR, f"article[data-bucket='{bad}']").text)
 
+    # A verify job of the good bucket: the page's row shows what the admin
+    # API says of it once it is done (the panel refreshes itself).
+    job = json.loads(admin_ok(srv, "--json", "replication", "verify", good, "--level", "1"))
+    assert job["state"] == "Done", job
+    compared = sum(sum(r["counts"].values()) for r in job["rules"])
+    assert compared == 5, job
+
+    def job_row(d):
+        rows = d.find_elements(By.CSS_SELECTOR, f"tr.verify-job[data-id='{job['id']}']")
+        if not rows:
+            return None
+        return {c: rows[0].find_element(By.CSS_SELECTOR, f"td.{c}").text.strip()
+                for c in ("bucket", "level", "state", "rules-done", "compared", "differing", "requeued")}
+    shown_job = wait_for(driver, lambda d: settled(lambda: job_row(d)), "the verify job's row")
+    assert shown_job == {"bucket": good, "level": "1", "state": "done", "rules-done": "1 of 1",
+                         "compared": str(compared), "differing": "0", "requeued": "0"}, shown_job
+
     # The picture, with the failed tasks and their errors: non-blank, and
     # kept as the README's. The window is as tall as the page.
     height = driver.execute_script("return document.documentElement.scrollHeight")

@@ -410,14 +410,16 @@ async fn overview(dash: &Dashboard) -> Overview {
             },
             remotes: Err(not_ready()),
             buckets: Err(not_ready()),
+            jobs: Err(not_ready()),
             read_at,
         };
     };
-    let (meta_status, datanodes, remotes, buckets) = tokio::join!(
+    let (meta_status, datanodes, remotes, buckets, jobs) = tokio::join!(
         meta.admin.status(),
         meta.admin.datanode_status(),
         remotes(&meta),
         buckets(dash, &meta, now_ms),
+        meta.admin.list_verify_jobs(),
     );
     Overview {
         local: LocalHealth {
@@ -426,6 +428,7 @@ async fn overview(dash: &Dashboard) -> Overview {
         },
         remotes,
         buckets,
+        jobs: jobs.map_err(|e| e.to_string()),
         read_at,
     }
 }

@@ -6,6 +6,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use godwit_common::replication::RuleStats;
 use godwit_common::types::{DatanodeStatus, MetaStatus};
+use godwit_common::verify::{JobState, VerifyJob};
 
 /// This region as the admin process sees it.
 pub struct LocalHealth {
@@ -54,6 +55,9 @@ pub struct Overview {
     pub local: LocalHealth,
     pub remotes: Result<Vec<RemoteHealth>, String>,
     pub buckets: Result<Vec<BucketView>, String>,
+    /// The verify jobs meta keeps (`godwit admin replication jobs`),
+    /// oldest first.
+    pub jobs: Result<Vec<VerifyJob>, String>,
     /// When the figures were read, `YYYY-MM-DD HH:MM:SS UTC`.
     pub read_at: String,
 }
@@ -159,6 +163,55 @@ pub fn panel(o: &Overview, csrf: &str) -> Markup {
                 Err(e) => (error_line("replication status", e)),
                 Ok(buckets) if buckets.is_empty() => p { "No bucket has replication rules." },
                 Ok(buckets) => @for b in buckets { (bucket(b, csrf)) },
+            }
+        }
+        section #verify {
+            h2 { "Verify jobs" }
+            @match &o.jobs {
+                Err(e) => (error_line("verify jobs", e)),
+                Ok(jobs) if jobs.is_empty() => p.jobs-none { "No verify job has run." },
+                Ok(jobs) => (verify_jobs(jobs)),
+            }
+        }
+    }
+}
+
+/// Jobs shown: every running one and the most recent others.
+const FINISHED_JOBS_SHOWN: usize = 5;
+
+/// The verify jobs, running first, then the latest finished ones: per job
+/// its rules done of all (a bar), keys compared, differing, requeued.
+fn verify_jobs(jobs: &[VerifyJob]) -> Markup {
+    let running = jobs.iter().filter(|j| j.state == JobState::Running);
+    let finished = jobs
+        .iter()
+        .rev()
+        .filter(|j| j.state != JobState::Running)
+        .take(FINISHED_JOBS_SHOWN);
+    html! {
+        table.jobs {
+            thead { tr {
+                th { "job" } th { "bucket" } th { "level" } th { "state" } th { "rules done" }
+                th { "compared" } th { "differing" } th { "requeued" }
+            } }
+            tbody {
+                @for j in running.chain(finished) {
+                    @let counts = j.counts();
+                    @let done = j.rules.iter().filter(|r| r.done).count();
+                    tr.verify-job data-id=(j.id) {
+                        td { code { (j.id) } }
+                        td.bucket { code { (j.spec.bucket) } }
+                        td.level { (j.spec.level) @if j.spec.repair { " (repair)" } }
+                        td.state { (j.state.as_str()) @if let Some(e) = &j.error { ": " (e) } }
+                        td.rules-done {
+                            progress max=(j.rules.len().max(1)) value=(done) {}
+                            " " (done) " of " (j.rules.len())
+                        }
+                        td.compared { (counts.total()) }
+                        td.differing { (counts.differing()) }
+                        td.requeued { (j.requeued()) }
+                    }
+                }
             }
         }
     }
