@@ -12,8 +12,17 @@
 # operation, each mode's rounds and median, and the paired ratio sse/off
 # of each round (median [range]).
 #
+# COUNT=N: each run is exactly N requests instead of DUR, and the server
+# runs under valgrind's callgrind, which counts the instructions it
+# executes (every thread) while a run is measured: a figure a shared,
+# noisy machine does not move (as in 12-policy-ab.sh; the thread-pool I/O
+# backend, since valgrind does not follow io_uring). The summary adds the
+# instructions per request and their ratio on/off.
+#
 #   ROUNDS=3 DUR=10s scripts/bench/14-sse.sh   # GODWIT=/var/tmp/godwit-target/release/godwit
+#   COUNT=200 ROUNDS=2 OBJECTS=50 scripts/bench/14-sse.sh
 DUR=${DUR:-10s}
+COUNT=${COUNT:-}
 OUT=${OUT:-/var/tmp/godwit-bench-results/sse}
 source "$(dirname "$0")/lib.sh"
 
@@ -27,26 +36,55 @@ TSV=$OUT/sse.tsv
 log "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores," \
   "AES-NI: $(grep -qw aes /proc/cpuinfo && echo yes || echo NO)"
 
-start_server
+if [ -n "$COUNT" ]; then
+  SERVER_WRAPPER=(valgrind --tool=callgrind --instr-atstart=no
+    --callgrind-out-file="$OUT/callgrind.server")
+  HEALTH_WAIT=${HEALTH_WAIT:-300} start_server --io-backend threadpool
+  RUN=(--count "$COUNT")
+else
+  start_server
+  RUN=(--duration "$DUR")
+fi
 trap stop_server EXIT
+
+# insns_start / insns_stop NAME: the server's instructions between the two
+# (COUNT mode; 0 otherwise).
+insns_start() {
+  [ -n "$COUNT" ] || return 0
+  callgrind_control --zero "$SERVER_PID" >/dev/null 2>&1
+  callgrind_control --instr=on "$SERVER_PID" >/dev/null 2>&1
+}
+insns_stop() {
+  [ -n "$COUNT" ] || { echo 0; return 0; }
+  callgrind_control --instr=off "$SERVER_PID" >/dev/null 2>&1
+  rm -f "$OUT/callgrind.server".*
+  callgrind_control --dump="$1" "$SERVER_PID" >/dev/null 2>&1
+  local dump
+  dump=$(ls "$OUT/callgrind.server".* | head -1)
+  mv "$dump" "$OUT/callgrind.$1"
+  awk '$1 == "totals:" { print $2; exit }' "$OUT/callgrind.$1"
+}
 
 sse_flag() { if [ "$1" = on ]; then echo --sse; fi; }
 
-printf 'round\top\tmode\tops\tops_per_s\tp50_us\tp99_us\terrors\tserver_cpu_us_per_req\tother_cores\n' >"$TSV"
+printf 'round\top\tmode\tops\tops_per_s\tp50_us\tp99_us\terrors\tserver_cpu_us_per_req\tother_cores\tserver_insns_per_req\n' >"$TSV"
 # measure ROUND MODE OP ARGS...: one run against bucket sse-MODE.
 measure() {
   local round=$1 mode=$2 op=$3
   shift 3
-  local name="sse-r$round-$op-$mode" s0 s1 other
+  local name="sse-r$round-$op-$mode" s0 s1 other insns
+  insns_start
   s0=$(server_ticks)
   # shellcheck disable=SC2046 # no flag, or exactly one word
   gbench "$name" --bucket "sse-$mode" --op "$op" --size "$SIZE" --concurrency "$CONC" \
-    --duration "$DUR" --objects "$OBJECTS" $(sse_flag "$mode") "$@"
+    "${RUN[@]}" --objects "$OBJECTS" $(sse_flag "$mode") "$@"
   s1=$(server_ticks)
+  insns=$(insns_stop "$name")
   other=$(sed -n 's/.*other \([0-9.-]*\).*/\1/p' "$OUT/$name.load")
   jq -r --arg r "$round" --arg m "$mode" --argjson t $((s1 - s0)) --argjson hz "$HZ" --arg o "$other" \
+    --argjson i "${insns:-0}" \
     '.operations[0] | [$r, .operation, $m, .ops, (.ops_per_sec | floor), .latency_us.p50,
-     .latency_us.p99, .errors, ($t / $hz / .ops * 1e6 | floor), $o] | @tsv' \
+     .latency_us.p99, .errors, ($t / $hz / .ops * 1e6 | floor), $o, ($i / .ops | floor)] | @tsv' \
     "$OUT/$name.json" >>"$TSV"
 }
 
@@ -77,8 +115,10 @@ for r in rows:
 def med(xs):
     return statistics.median(xs)
 
-print("| op | mode | ops/s per round | median | ratio on/off, median [range] | server CPU µs/request (median) | errors |")
-print("|---|---|---|---|---|---|---|")
+counted = any(int(r["server_insns_per_req"]) > 0 for r in rows)
+print("| op | mode | ops/s per round | median | ratio on/off, median [range] | server CPU µs/request (median) | errors |"
+      + (" instructions/request per round | ratio on/off, median |" if counted else ""))
+print("|---|---|---|---|---|---|---|" + ("---|---|" if counted else ""))
 for op in ("PUT", "GET"):
     off = runs.get((op, "off"), {})
     for mode in ("off", "on"):
@@ -92,5 +132,15 @@ for op in ("PUT", "GET"):
         else:
             rs = [int(mine[n]["ops_per_s"]) / int(off[n]["ops_per_s"]) for n in rounds if n in off]
             ratio = f"{med(rs):.2f} [{min(rs):.2f}-{max(rs):.2f}]"
-        print(f"| {op} | {mode} | {', '.join(map(str, ops))} | {med(ops):.0f} | {ratio} | {med(cpu):.0f} | {errors} |")
+        line = f"| {op} | {mode} | {', '.join(map(str, ops))} | {med(ops):.0f} | {ratio} | {med(cpu):.0f} | {errors} |"
+        if counted:
+            insns = [int(mine[n]["server_insns_per_req"]) for n in rounds]
+            if mode == "off":
+                iratio = "1"
+            else:
+                irs = [int(mine[n]["server_insns_per_req"]) / int(off[n]["server_insns_per_req"])
+                       for n in rounds if n in off]
+                iratio = f"{med(irs):.3f}"
+            line += f" {', '.join(f'{i:,}' for i in insns)} | {iratio} |"
+        print(line)
 PY
