@@ -103,23 +103,6 @@ for b, tags in (("pol-none", None), ("pol-20", False), ("pol-tags", True)):
 PY
 
 printf 'round\top\tbucket\tops\tops_per_s\tp50_us\tp99_us\terrors\tserver_cpu_us_per_req\tother_cores\tserver_insns_per_req\n' >"$TSV"
-# insns_start NAME / insns_stop NAME: counts the server's instructions
-# between the two (COUNT mode only); insns_stop prints them.
-insns_start() {
-  [ -n "$COUNT" ] || return 0
-  callgrind_control --zero "$SERVER_PID" >/dev/null 2>&1
-  callgrind_control --instr=on "$SERVER_PID" >/dev/null 2>&1
-}
-insns_stop() {
-  [ -n "$COUNT" ] || { echo 0; return 0; }
-  callgrind_control --instr=off "$SERVER_PID" >/dev/null 2>&1
-  rm -f "$OUT/callgrind.server".*
-  callgrind_control --dump="$1" "$SERVER_PID" >/dev/null 2>&1
-  local dump
-  dump=$(ls "$OUT/callgrind.server".* | head -1)
-  mv "$dump" "$OUT/callgrind.$1"
-  awk '$1 == "totals:" { print $2; exit }' "$OUT/callgrind.$1"
-}
 if [ -n "$COUNT" ]; then RUN=(--count "$COUNT"); else RUN=(--duration "$DUR"); fi
 # measure ROUND BUCKET OP ARGS...: one run as the owner; BUCKET
 # `pol-20/other`: on `pol-20` as the account "other".

@@ -47,23 +47,6 @@ else
 fi
 trap stop_server EXIT
 
-# insns_start / insns_stop NAME: the server's instructions between the two
-# (COUNT mode; 0 otherwise).
-insns_start() {
-  [ -n "$COUNT" ] || return 0
-  callgrind_control --zero "$SERVER_PID" >/dev/null 2>&1
-  callgrind_control --instr=on "$SERVER_PID" >/dev/null 2>&1
-}
-insns_stop() {
-  [ -n "$COUNT" ] || { echo 0; return 0; }
-  callgrind_control --instr=off "$SERVER_PID" >/dev/null 2>&1
-  rm -f "$OUT/callgrind.server".*
-  callgrind_control --dump="$1" "$SERVER_PID" >/dev/null 2>&1
-  local dump
-  dump=$(ls "$OUT/callgrind.server".* | head -1)
-  mv "$dump" "$OUT/callgrind.$1"
-  awk '$1 == "totals:" { print $2; exit }' "$OUT/callgrind.$1"
-}
 
 sse_flag() { if [ "$1" = on ]; then echo --sse; fi; }
 

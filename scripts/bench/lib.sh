@@ -91,6 +91,27 @@ metric() {
     awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%.0f\n", s }'
 }
 
+# insns_start / insns_stop NAME: the server's instructions between the two,
+# for scripts whose COUNT mode runs the server under callgrind
+# (SERVER_WRAPPER with --instr-atstart=no and
+# --callgrind-out-file="$OUT/callgrind.server"); insns_stop prints them and
+# keeps the profile as $OUT/callgrind.NAME. Without COUNT: nothing, and 0.
+insns_start() {
+  [ -n "${COUNT:-}" ] || return 0
+  callgrind_control --zero "$SERVER_PID" >/dev/null 2>&1
+  callgrind_control --instr=on "$SERVER_PID" >/dev/null 2>&1
+}
+insns_stop() {
+  [ -n "${COUNT:-}" ] || { echo 0; return 0; }
+  callgrind_control --instr=off "$SERVER_PID" >/dev/null 2>&1
+  rm -f "$OUT/callgrind.server".*
+  callgrind_control --dump="$1" "$SERVER_PID" >/dev/null 2>&1
+  local dump
+  dump=$(ls "$OUT/callgrind.server".* | head -1)
+  mv "$dump" "$OUT/callgrind.$1"
+  awk '$1 == "totals:" { print $2; exit }' "$OUT/callgrind.$1"
+}
+
 # CPU accounting, in clock ticks: busy time of the whole machine (user,
 # nice, system, irq, softirq, steal; not idle or iowait), of the server
 # processes, and of this shell's finished children (the bench client).
