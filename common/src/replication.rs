@@ -389,6 +389,109 @@ pub struct RuleStats {
     pub rtc_threshold_missed_total: u64,
     /// Existing-object backfill: fraction of keys scanned (None: no backfill).
     pub backfill_progress_ratio: Option<f64>,
+    /// Existing-object backfill: what the scan found and did so far (on
+    /// the backfill lane's row; None: no backfill).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backfill: Option<BackfillProgress>,
+    /// Seconds until the backfill's scan is through the bucket at its rate
+    /// so far (None: not started or done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backfill_eta_seconds: Option<f64>,
+}
+
+/// Existing-object replication's progress on one rule, kept in meta
+/// (`repl_state`) and saved a page at a time by the worker, so a restarted
+/// worker resumes after `cursor`.
+///
+/// A comparing scan (`compared`) lists the source's latest versions and the
+/// destination's keys page by page, merge-joined by key (the verify
+/// machinery at level 1), and sends only the keys missing at the
+/// destination or differing in size or ETag: a pre-seeded destination
+/// receives what differs and nothing else. The blind scan, the fallback
+/// when the destination cannot be listed, sends every key.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct BackfillProgress {
+    /// Source keys looked at (each key once, whatever the outcome).
+    pub scanned: u64,
+    /// The bucket's key count when the scan started (approximate: keys
+    /// written meanwhile are not in it).
+    pub total: u64,
+    pub done: bool,
+    /// The last key covered; the next page starts after it.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Whether the scan compares with the destination's listing.
+    #[serde(default)]
+    pub compared: bool,
+    /// Keys sent: missing at the destination or differing from it (every
+    /// key the rule replicates, in a blind scan).
+    #[serde(default)]
+    pub sent: u64,
+    /// Keys the destination already holds the same (size and ETag): not sent.
+    #[serde(default)]
+    pub skipped: u64,
+    /// Keys that differ but whose destination copy was written after the
+    /// source's version: last-writer-wins keeps it, so not sent.
+    #[serde(default)]
+    pub newer_at_destination: u64,
+    /// Keys at the destination only (within the rule's prefix).
+    #[serde(default)]
+    pub extra_at_destination: u64,
+    /// Proposer clock of the first and the latest page.
+    #[serde(default)]
+    pub started_ms: i64,
+    #[serde(default)]
+    pub updated_ms: i64,
+}
+
+impl BackfillProgress {
+    /// Fraction of the bucket's keys scanned.
+    pub fn ratio(&self) -> f64 {
+        if self.done {
+            1.0
+        } else if self.total == 0 {
+            0.0
+        } else {
+            (self.scanned as f64 / self.total as f64).min(1.0)
+        }
+    }
+
+    /// Keys scanned per second so far (None: under a second of history).
+    pub fn rate(&self) -> Option<f64> {
+        let secs = (self.updated_ms - self.started_ms) as f64 / 1000.0;
+        (secs >= 1.0 && self.scanned > 0).then(|| self.scanned as f64 / secs)
+    }
+
+    /// Seconds left at the rate so far (None: done, or no rate yet).
+    pub fn eta_seconds(&self) -> Option<f64> {
+        if self.done {
+            return None;
+        }
+        let left = self.total.saturating_sub(self.scanned) as f64;
+        self.rate().map(|r| left / r)
+    }
+}
+
+/// One page of a comparing backfill, as the worker saves it: the keys it
+/// sends and what it found about the others. Applied only while the rule's
+/// cursor is still `from` (compare-and-set), so a step sent twice counts
+/// once.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct BackfillStep {
+    pub bucket: String,
+    pub rule_id: String,
+    /// The cursor the page started after (None: the first page).
+    pub from: Option<String>,
+    /// The last key the page covered.
+    pub to: Option<String>,
+    /// The bucket has no key after `to`.
+    pub done: bool,
+    /// Keys missing at the destination or differing from it: their latest
+    /// versions are queued in the backfill lane.
+    pub send: Vec<String>,
+    pub skipped: u64,
+    pub newer_at_destination: u64,
+    pub extra_at_destination: u64,
 }
 
 /// Source-side state of a multipart upload whose parts stream to

@@ -852,6 +852,10 @@ impl ReplicationMeta for MetaNode {
                 self.backfill_scan_impl(&bucket, &rule_id, start_after.as_deref(), max)
                     .await?,
             ),
+            Q::BackfillStep { step } => A::Backfill(Some(self.backfill_step_impl(step).await?)),
+            Q::GetBackfillProgress { bucket, rule_id } => {
+                A::Backfill(self.backfill_progress_impl(&bucket, &rule_id).await?)
+            }
             Q::RunningVerifyJobs => A::Jobs(self.list_verify_jobs_impl(true).await?),
             Q::SaveVerifyStep { step } => A::Done(self.save_verify_step_impl(step).await?),
             Q::RequeueKeys {

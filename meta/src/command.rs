@@ -312,6 +312,14 @@ pub enum Command {
         total_keys: Option<u64>,
         now_ms: i64,
     },
+    /// One page of a comparing existing-object scan, saved by the worker
+    /// (`apply/replication.rs`). `total_keys` as for `BackfillScan`, on the
+    /// first page.
+    BackfillStep {
+        step: godwit_common::replication::BackfillStep,
+        total_keys: Option<u64>,
+        now_ms: i64,
+    },
     /// `godwit admin replication verify`: a new verify job named `id`
     /// (`apply/verify.rs`).
     StartVerify {
@@ -392,6 +400,7 @@ pub enum Reply {
     Rule(Box<ReplicationRule>),
     Ids(Vec<String>),
     Job(Box<godwit_common::verify::VerifyJob>),
+    Backfill(Box<godwit_common::replication::BackfillProgress>),
 }
 
 impl Command {
@@ -416,6 +425,7 @@ impl Command {
                 | Command::PutRemote { .. }
                 | Command::RecordIntents { .. }
                 | Command::BackfillScan { .. }
+                | Command::BackfillStep { .. }
                 | Command::StartVerify { .. }
                 | Command::RequeueKeys { .. }
         )
@@ -464,6 +474,7 @@ impl Command {
             Command::RetryFailed { .. } => "retry_failed",
             Command::SetRemoteUploadId { .. } => "set_remote_upload_id",
             Command::BackfillScan { .. } => "backfill_scan",
+            Command::BackfillStep { .. } => "backfill_step",
             Command::StartVerify { .. } => "start_verify",
             Command::SaveVerifyStep { .. } => "save_verify_step",
             Command::CancelVerifyJob { .. } => "cancel_verify_job",
@@ -495,6 +506,7 @@ impl Command {
             | Command::AckTasks { now_ms, .. }
             | Command::RetryFailed { now_ms, .. }
             | Command::BackfillScan { now_ms, .. }
+            | Command::BackfillStep { now_ms, .. }
             | Command::StartVerify { now_ms, .. }
             | Command::SaveVerifyStep { now_ms, .. }
             | Command::CancelVerifyJob { now_ms, .. }

@@ -14,7 +14,7 @@ use godwit_common::verify::{JobState, VerifyJob, VerifySpec, VerifyStep};
 use godwit_common::MetaError;
 use rocksdb::{IteratorMode, DB};
 
-use crate::apply::outbox::{BackfillProgress, LaneCounters};
+use crate::apply::outbox::{self, LaneCounters};
 use crate::apply::sla::{hour_start_key, parse_sla_key, SLA_PREFIX};
 use crate::apply::streaming::StreamedUpload;
 use crate::apply::verify::{job_key, JOB_PREFIX};
@@ -314,6 +314,46 @@ impl MetaNode {
             Reply::MaybeKey(k) => Ok(k),
             r => Err(unexpected(r)),
         }
+    }
+
+    pub(crate) async fn backfill_step_impl(
+        &self,
+        step: BackfillStep,
+    ) -> MetaResult<BackfillProgress> {
+        // The first page counts the bucket's keys, as `backfill_scan_impl`.
+        let total_keys = match step.from {
+            None => {
+                self.linearizable().await?;
+                let b = step.bucket.clone();
+                Some(self.blocking(move |db| count_keys(db, &b)).await?)
+            }
+            Some(_) => None,
+        };
+        let cmd = Command::BackfillStep {
+            step,
+            total_keys,
+            now_ms: self.now_ms(),
+        };
+        match self.write(cmd).await? {
+            Reply::Backfill(p) => Ok(*p),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    pub(crate) async fn backfill_progress_impl(
+        &self,
+        bucket: &str,
+        rule_id: &str,
+    ) -> MetaResult<Option<BackfillProgress>> {
+        self.linearizable().await?;
+        let raw = self
+            .db
+            .get_cf(
+                cf(&self.db, CF_REPL_STATE),
+                outbox::backfill_key(bucket, rule_id),
+            )
+            .map_err(db_err)?;
+        raw.map(|v| decode(&v)).transpose()
     }
 
     pub(crate) async fn delete_object_replica_impl(
@@ -625,6 +665,8 @@ fn replication_stats(db: &DB, bucket: Option<&str>, now: i64) -> MetaResult<Vec<
                     let key = (b.to_string(), rule.to_string(), dest, Lane::Backfill);
                     let row = rows.entry(key.clone()).or_insert_with(|| new_stats(&key));
                     row.backfill_progress_ratio = Some(p.ratio());
+                    row.backfill_eta_seconds = p.eta_seconds();
+                    row.backfill = Some(p);
                 }
                 _ => {}
             }

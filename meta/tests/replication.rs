@@ -880,7 +880,7 @@ async fn backfill_enqueues_existing_latest_versions_with_progress() {
         .unwrap();
     assert_eq!(
         m.backfill_scan("src", "nope", None, 10).await.unwrap_err(),
-        MetaError::InvalidRequest("no replication rule nope".into())
+        MetaError::NoSuchReplicationRule("nope".into())
     );
 
     let next = m.backfill_scan("src", "old", None, 2).await.unwrap();
@@ -919,6 +919,91 @@ async fn backfill_enqueues_existing_latest_versions_with_progress() {
     assert!(lease(&*m, Lane::Standard).await.is_empty());
     let a = m.get_object("src", "a", None).await.unwrap().version;
     assert_eq!(a.replication_status, Some(ReplicationStatus::Pending));
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_comparing_backfill_queues_only_what_it_sends_and_counts_each_page_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path()).await;
+    setup(&*m, vec![]).await;
+    for k in ["a", "b", "c", "d", "e"] {
+        m.put_object(inline("src", k, k.as_bytes())).await.unwrap();
+    }
+    let mut replica = inline("src", "d", b"replica");
+    replica.replica_of = Some(ReplicaOrigin {
+        region: "eu".into(),
+        original_mtime_ms: 4_102_444_800_000,
+    });
+    m.put_object(replica).await.unwrap();
+    let mut r = rule("old", 1, "", "r1", "d1");
+    r.existing_object_replication = true;
+    m.put_bucket_replication("src", config(vec![r]))
+        .await
+        .unwrap();
+    assert_eq!(m.backfill_progress("src", "old").await.unwrap(), None);
+
+    // Page 1: a is missing at the destination, b the same, c newer there.
+    let first = BackfillStep {
+        bucket: "src".into(),
+        rule_id: "old".into(),
+        from: None,
+        to: Some("c".into()),
+        done: false,
+        send: vec!["a".into()],
+        skipped: 1,
+        newer_at_destination: 1,
+        extra_at_destination: 2,
+    };
+    let p = m.backfill_step(first.clone()).await.unwrap();
+    assert_eq!(
+        (p.cursor.as_deref(), p.scanned, p.sent, p.skipped, p.total),
+        (Some("c"), 3, 1, 1, 5)
+    );
+    assert!(p.compared && !p.done);
+    // The same page again (a retried proposal) changes nothing.
+    let again = m.backfill_step(first).await.unwrap();
+    assert_eq!(again, p);
+    // Page 2: d (now a replica) and e differ; only e is sent.
+    let last = BackfillStep {
+        bucket: "src".into(),
+        rule_id: "old".into(),
+        from: Some("c".into()),
+        to: Some("e".into()),
+        done: true,
+        send: vec!["d".into(), "e".into()],
+        ..Default::default()
+    };
+    let p = m.backfill_step(last.clone()).await.unwrap();
+    assert_eq!(
+        (
+            p.scanned,
+            p.sent,
+            p.skipped,
+            p.newer_at_destination,
+            p.extra_at_destination
+        ),
+        (5, 2, 1, 1, 2)
+    );
+    assert!(p.done);
+    assert_eq!(
+        m.backfill_step(last).await.unwrap(),
+        p,
+        "a done scan stays done"
+    );
+    assert_eq!(m.backfill_progress("src", "old").await.unwrap(), Some(p));
+
+    let stats = m.replication_stats(Some("src")).await.unwrap();
+    let bf = stats_row(&stats, "old", Lane::Backfill);
+    assert_eq!(bf.backfill_progress_ratio, Some(1.0));
+    assert_eq!(bf.backfill.as_ref().map(|b| b.sent), Some(2));
+    let mut keys: Vec<_> = lease(&*m, Lane::Backfill)
+        .await
+        .into_iter()
+        .map(|t| t.key)
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["a", "e"], "only the keys sent are queued");
     m.shutdown().await;
 }
 

@@ -1,126 +1,245 @@
 //! Existing-object replication: for every enabled rule with
-//! ExistingObjectReplication, page through the bucket with
-//! `ReplicationMeta::backfill_scan`, which queues backfill-lane tasks for the
-//! latest versions the rule matches. Cursors live in memory only: a
-//! restarted worker scans again from the start, which costs HEADs, not
-//! bytes (objects above the optimistic threshold that the destination
-//! already has are skipped) and is correct because tasks are idempotent.
+//! ExistingObjectReplication, go through the bucket's latest versions once
+//! and send what the destination does not already hold.
+//!
+//! The scan compares (the verify machinery, `verify::compare_page`, at
+//! level 1): a page of the source's latest versions and the same range of
+//! the destination's listing, merge-joined by key; only keys missing at
+//! the destination or differing in size or ETag are queued, in the
+//! backfill lane. A destination pre-seeded with the same objects (DFSR's
+//! cloned import) receives nothing but what differs, at the speed of two
+//! listings, and no object lands there as a second version. A key whose
+//! destination copy was written after the source's version is left to
+//! last-writer-wins (counted, not sent).
+//!
+//! Each page is saved to meta with its counts and the new cursor in one
+//! step (`ReplicationMeta::backfill_step`, compare-and-set on the cursor),
+//! so a restarted worker (this one or another) resumes after the last page
+//! saved and every key counts once. When the destination cannot be listed
+//! (a key allowed to write but not to list, say), the rule falls back to
+//! the blind scan (`backfill_scan`): every key is queued, and objects above
+//! the optimistic threshold are still HEADed before being sent.
+//!
+//! Pages follow each other without pause while some rule has work, and a
+//! rule stops queueing while [`MAX_PENDING`] of its backfill tasks wait:
+//! the queue is not a place to hold a whole bucket.
 //!
 //! The same loop removes OSS rules that DeleteBucketReplication closed,
 //! once none of their tasks is left in the queue.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use godwit_common::replication::{Lane, RuleEdit};
+use godwit_common::replication::{BackfillProgress, BackfillStep, Lane, RuleEdit};
+use godwit_common::verify::Outcome;
 use godwit_common::{MetaError, ObjectMeta};
 use tokio_util::sync::CancellationToken;
 
+use crate::verify::{compare_page, PageError};
 use crate::Replicator;
 
-/// How often rules are looked at.
-const BACKFILL_INTERVAL: Duration = Duration::from_secs(3);
-/// Keys per `backfill_scan` call.
+/// How often rules, their progress and the queue's figures are read again,
+/// and the pause when no rule has work.
+const REFRESH_INTERVAL: Duration = Duration::from_secs(3);
+/// Keys per blind `backfill_scan` call.
 const SCAN_PAGE: usize = 1000;
-/// Pages per rule per round, so several rules progress together.
-const PAGES_PER_ROUND: usize = 20;
-/// Stop queueing while a rule has this many backfill tasks pending: the
-/// queue is not a place to hold a whole bucket.
+/// Stop queueing while a rule has this many backfill tasks pending.
 const MAX_PENDING: u64 = 20_000;
 
 type RuleRef = (String, String); // (bucket, rule id)
 
+/// What the loop knows of one rule between refreshes.
+#[derive(Default)]
+struct Scan {
+    /// As meta last answered (None: not started).
+    progress: Option<BackfillProgress>,
+    /// Backfill tasks pending at the last refresh, plus those queued since.
+    pending: u64,
+    /// The destination could not be listed: every key is sent.
+    blind: bool,
+}
+
+impl Scan {
+    fn has_work(&self) -> bool {
+        !self.progress.as_ref().is_some_and(|p| p.done) && self.pending < MAX_PENDING
+    }
+
+    fn cursor(&self) -> Option<String> {
+        self.progress.as_ref().and_then(|p| p.cursor.clone())
+    }
+}
+
 pub(crate) async fn run_backfill(rep: Arc<Replicator>, shutdown: CancellationToken) {
-    let mut cursors: HashMap<RuleRef, Option<String>> = HashMap::new();
-    let mut finished: HashSet<RuleRef> = HashSet::new();
+    let mut scans: HashMap<RuleRef, Scan> = HashMap::new();
+    let mut next_refresh = Instant::now();
     let mut logged_failure = false;
     loop {
+        if Instant::now() >= next_refresh {
+            match refresh(&rep, &mut scans).await {
+                Ok(()) => logged_failure = false,
+                Err(e) => {
+                    if !logged_failure {
+                        tracing::warn!(error = %e, "reading rules for backfill failed");
+                        logged_failure = true;
+                    }
+                }
+            }
+            next_refresh = Instant::now() + REFRESH_INTERVAL;
+        }
+        let mut worked = false;
+        for (rule, scan) in scans.iter_mut() {
+            if shutdown.is_cancelled() {
+                return;
+            }
+            if !scan.has_work() {
+                continue;
+            }
+            match step(&rep, rule, scan).await {
+                Ok(()) => worked = true,
+                Err(e) => {
+                    tracing::warn!(bucket = %rule.0, rule = %rule.1, error = %e, "backfill page failed");
+                }
+            }
+        }
+        let pause = if worked {
+            Duration::ZERO
+        } else {
+            next_refresh.saturating_duration_since(Instant::now())
+        };
         tokio::select! {
-            _ = tokio::time::sleep(BACKFILL_INTERVAL) => {}
+            _ = tokio::time::sleep(pause) => {}
             _ = shutdown.cancelled() => return,
         }
-        let (rules, closing) = match backfill_rules(rep.meta.as_ref()).await {
-            Ok(found) => {
-                logged_failure = false;
-                found
-            }
-            Err(e) => {
-                if !logged_failure {
-                    tracing::warn!(error = %e, "listing rules for backfill failed");
-                    logged_failure = true;
-                }
-                continue;
-            }
-        };
-        // (bucket, rule) -> (least progress of its destinations, backfill
-        // tasks pending)
-        let stats = match rep.meta.replication_stats(None).await {
-            Ok(rows) => rows,
-            Err(_) => continue,
-        };
-        let mut progress: HashMap<RuleRef, (Option<f64>, u64)> = HashMap::new();
-        let mut pending: HashMap<RuleRef, u64> = HashMap::new();
-        for row in &stats {
-            *pending
-                .entry((row.bucket.clone(), row.rule_id.clone()))
-                .or_default() += row.pending_operations;
-            let entry = progress
-                .entry((row.bucket.clone(), row.rule_id.clone()))
-                .or_insert((None, 0));
-            if let Some(r) = row.backfill_progress_ratio {
-                entry.0 = Some(entry.0.map_or(r, |old: f64| old.min(r)));
-            }
-            if row.lane == Lane::Backfill.as_str() {
-                entry.1 += row.pending_operations;
-            }
+    }
+}
+
+/// Reads the rules with existing-object replication, their progress and
+/// pending backfill tasks; removes drained closing OSS rules.
+async fn refresh(
+    rep: &Arc<Replicator>,
+    scans: &mut HashMap<RuleRef, Scan>,
+) -> Result<(), MetaError> {
+    let (rules, closing) = backfill_rules(rep.meta.as_ref()).await?;
+    let stats = rep.meta.replication_stats(None).await?;
+    let mut pending: HashMap<RuleRef, u64> = HashMap::new();
+    let mut backfill_pending: HashMap<RuleRef, u64> = HashMap::new();
+    for row in &stats {
+        let key = (row.bucket.clone(), row.rule_id.clone());
+        *pending.entry(key.clone()).or_default() += row.pending_operations;
+        if row.lane == Lane::Backfill.as_str() {
+            *backfill_pending.entry(key).or_default() += row.pending_operations;
         }
-        remove_drained(rep.meta.as_ref(), &closing, &pending).await;
-        let live: HashSet<RuleRef> = rules.iter().cloned().collect();
-        cursors.retain(|k, _| live.contains(k));
-        finished.retain(|k| live.contains(k));
-        for rule in rules {
-            if finished.contains(&rule) {
-                continue;
-            }
-            let (ratio, pending) = progress.get(&rule).copied().unwrap_or((None, 0));
-            if ratio.is_some_and(|r| r >= 1.0) {
-                continue; // meta says the scan is complete
-            }
-            if pending >= MAX_PENDING {
-                continue; // let the lane drain first
-            }
-            let cursor = cursors.entry(rule.clone()).or_insert(None);
-            for _ in 0..PAGES_PER_ROUND {
-                if shutdown.is_cancelled() {
-                    return;
-                }
-                match rep
-                    .queue
-                    .backfill_scan(&rule.0, &rule.1, cursor.as_deref(), SCAN_PAGE)
-                    .await
-                {
-                    Ok(Some(last)) => {
-                        *cursor = Some(last);
-                        rep.kick_lane(Lane::Backfill);
-                    }
-                    Ok(None) => {
-                        tracing::info!(bucket = %rule.0, rule = %rule.1, "existing-object scan complete");
-                        finished.insert(rule.clone());
-                        rep.kick_lane(Lane::Backfill);
-                        break;
-                    }
-                    Err(e) => {
-                        tracing::warn!(bucket = %rule.0, rule = %rule.1, error = %e, "backfill scan failed");
-                        break;
-                    }
-                }
-            }
-            if finished.contains(&rule) {
-                cursors.remove(&rule);
+    }
+    remove_drained(rep.meta.as_ref(), &closing, &pending).await;
+    scans.retain(|k, _| rules.contains(k));
+    for rule in rules {
+        let progress = rep.queue.backfill_progress(&rule.0, &rule.1).await?;
+        let scan = scans.entry(rule.clone()).or_default();
+        scan.progress = progress;
+        scan.pending = backfill_pending.get(&rule).copied().unwrap_or(0);
+    }
+    Ok(())
+}
+
+/// One page of `rule`'s scan.
+async fn step(rep: &Arc<Replicator>, rule: &RuleRef, scan: &mut Scan) -> Result<(), String> {
+    if !scan.blind {
+        match compared_step(rep, rule, scan).await {
+            Ok(()) => return Ok(()),
+            Err(PageError::Transient(e)) => return Err(e),
+            Err(PageError::Fatal(e)) => {
+                tracing::warn!(bucket = %rule.0, rule = %rule.1, error = %e,
+                    "the destination cannot be compared; every existing object will be sent");
+                scan.blind = true;
             }
         }
     }
+    let from = scan.cursor();
+    let next = rep
+        .queue
+        .backfill_scan(&rule.0, &rule.1, from.as_deref(), SCAN_PAGE)
+        .await
+        .map_err(|e| e.to_string())?;
+    if next.is_none() {
+        tracing::info!(bucket = %rule.0, rule = %rule.1, "existing-object scan complete");
+    }
+    scan.progress = rep
+        .queue
+        .backfill_progress(&rule.0, &rule.1)
+        .await
+        .map_err(|e| e.to_string())?;
+    scan.pending += SCAN_PAGE as u64;
+    rep.kick_lane(Lane::Backfill);
+    Ok(())
+}
+
+/// One comparing page: list both sides after the cursor, queue what
+/// differs, save the counts and the cursor.
+async fn compared_step(
+    rep: &Arc<Replicator>,
+    (bucket, rule_id): &RuleRef,
+    scan: &mut Scan,
+) -> Result<(), PageError> {
+    let cfg = rep.meta.get_bucket_replication(bucket).await?;
+    let Some(rule) = cfg.rules.into_iter().find(|r| &r.id == rule_id) else {
+        return Err(PageError::Transient(format!("rule {rule_id} went away")));
+    };
+    let Some(remote) = rep.remotes.get(rep.meta.as_ref(), &rule.remote).await else {
+        return Err(PageError::Transient(format!(
+            "remote {} is not registered (yet)",
+            rule.remote
+        )));
+    };
+    let from = scan.cursor();
+    let page = compare_page(
+        rep,
+        &remote,
+        &rule,
+        bucket,
+        &rule.filter.prefix,
+        from.as_deref(),
+        1,
+        true,
+    )
+    .await?;
+    let mut step = BackfillStep {
+        bucket: bucket.clone(),
+        rule_id: rule_id.clone(),
+        from,
+        to: page.to,
+        done: page.done,
+        skipped: page.counts.same,
+        newer_at_destination: page.counts.replica_newer,
+        extra_at_destination: page.counts.extra,
+        ..Default::default()
+    };
+    step.send = page
+        .found
+        .into_iter()
+        .filter(|(o, _, _)| o.repairable())
+        .map(|(_, key, _)| key)
+        .collect();
+    debug_assert!(
+        step.send.len() as u64 == page.counts.get(Outcome::Missing) + page.counts.differs
+    );
+    let to = step.to.clone();
+    let sent = step.send.len() as u64;
+    let saved = rep.queue.backfill_step(step).await?;
+    if saved.cursor != to && !saved.done {
+        tracing::debug!(bucket = %bucket, rule = %rule_id, "backfill page was saved by another worker; resuming from meta's cursor");
+    }
+    if saved.done && !scan.progress.as_ref().is_some_and(|p| p.done) {
+        tracing::info!(bucket = %bucket, rule = %rule_id, scanned = saved.scanned, sent = saved.sent,
+            skipped = saved.skipped, newer_at_destination = saved.newer_at_destination,
+            "existing-object comparison complete");
+    }
+    scan.progress = Some(saved);
+    scan.pending += sent;
+    if sent > 0 {
+        rep.kick_lane(Lane::Backfill);
+    }
+    Ok(())
 }
 
 /// OSS rules being closed (DeleteBucketReplication) whose queued tasks all

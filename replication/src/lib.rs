@@ -71,8 +71,9 @@ pub struct ReplicatorConfig {
     /// SSE-S3's key ring: SSE-S3 objects are read in the clear and sent
     /// for SSE-S3 at the destination (None: they fail, cause `sse-s3`).
     pub sse_keys: Option<std::sync::Arc<godwit_common::sse::KeyRing>>,
-    /// Keys a verify job lists per page and side: its progress is saved
-    /// to meta after each page (1 to 1000; S3 lists at most 1000).
+    /// Keys a verify job or a comparing backfill lists per page and side:
+    /// its progress is saved to meta after each page (1 to 1000; S3 lists
+    /// at most 1000).
     pub verify_page_keys: usize,
 }
 

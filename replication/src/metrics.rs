@@ -8,7 +8,9 @@
 //!   destination ack, observed by this worker.
 //! - gauges mirrored from meta's `replication_stats` every second:
 //!   `..._pending_operations`, `..._pending_bytes`,
-//!   `..._oldest_pending_age_seconds`, `..._backfill_progress_ratio`.
+//!   `..._oldest_pending_age_seconds`, `..._backfill_progress_ratio`,
+//!   and the existing-object scan's `..._backfill_{scanned,sent,skipped}_objects`
+//!   and `..._backfill_eta_seconds` (while the scan runs).
 //! - counters `..._failed_operations_total` and
 //!   `..._rtc_threshold_missed_total`: meta keeps the durable totals; this
 //!   worker advances its counters by the growth it sees between two reads,
@@ -56,6 +58,10 @@ pub(crate) struct Metrics {
     pub pending_bytes: prometheus::GaugeVec,
     pub oldest_pending_age: prometheus::GaugeVec,
     pub backfill_progress: prometheus::GaugeVec,
+    pub backfill_scanned: prometheus::GaugeVec,
+    pub backfill_sent: prometheus::GaugeVec,
+    pub backfill_skipped: prometheus::GaugeVec,
+    pub backfill_eta: prometheus::GaugeVec,
     pub failed_operations: IntCounterVec,
     pub rtc_threshold_missed: IntCounterVec,
 }
@@ -116,6 +122,22 @@ pub(crate) fn get() -> &'static Metrics {
             "godwit_replication_backfill_progress_ratio",
             "Existing-object replication: fraction of keys scanned",
         ),
+        backfill_scanned: gauge(
+            "godwit_replication_backfill_scanned_objects",
+            "Existing-object replication: source keys compared (or queued, by a blind scan)",
+        ),
+        backfill_sent: gauge(
+            "godwit_replication_backfill_sent_objects",
+            "Existing-object replication: keys sent (missing at or differing from the destination)",
+        ),
+        backfill_skipped: gauge(
+            "godwit_replication_backfill_skipped_objects",
+            "Existing-object replication: keys the destination already held the same",
+        ),
+        backfill_eta: gauge(
+            "godwit_replication_backfill_eta_seconds",
+            "Existing-object replication: seconds until the scan is through the bucket at its rate so far",
+        ),
         failed_operations: counter(
             "godwit_replication_failed_operations_total",
             "Operations that failed replication (AWS OperationsFailedReplication)",
@@ -175,7 +197,29 @@ impl StatsMirror {
             match row.backfill_progress_ratio {
                 Some(r) => m.backfill_progress.with_label_values(&labels).set(r),
                 None => {
-                    let _ = m.backfill_progress.remove_label_values(&labels);
+                    for g in [
+                        &m.backfill_progress,
+                        &m.backfill_scanned,
+                        &m.backfill_sent,
+                        &m.backfill_skipped,
+                        &m.backfill_eta,
+                    ] {
+                        let _ = g.remove_label_values(&labels);
+                    }
+                }
+            }
+            let scan = row.backfill.as_ref();
+            for (g, v) in [
+                (&m.backfill_scanned, scan.map(|b| b.scanned as f64)),
+                (&m.backfill_sent, scan.map(|b| b.sent as f64)),
+                (&m.backfill_skipped, scan.map(|b| b.skipped as f64)),
+                (&m.backfill_eta, row.backfill_eta_seconds),
+            ] {
+                match v {
+                    Some(v) => g.with_label_values(&labels).set(v),
+                    None => {
+                        let _ = g.remove_label_values(&labels);
+                    }
                 }
             }
             let (last_failed, last_missed) = self.totals.get(&key).copied().unwrap_or((0, 0));

@@ -41,7 +41,7 @@ const RETRY_INTERVAL: Duration = Duration::from_secs(2);
 const MAX_PAGE: usize = 1000;
 
 /// Why a page could not be done.
-enum PageError {
+pub(crate) enum PageError {
     /// May pass: try the page again later.
     Transient(String),
     /// The job cannot go on (its rule, bucket or remote went away, the
@@ -185,11 +185,77 @@ async fn verify_page(
             rule.remote
         )));
     };
-    let after = progress.cursor.as_deref();
+    let page = compare_page(
+        rep,
+        &remote,
+        &rule,
+        &spec.bucket,
+        &prefix,
+        progress.cursor.as_deref(),
+        spec.level,
+        false,
+    )
+    .await?;
+    let mut repair: Vec<String> = Vec::new();
+    for (found, key, reason) in page.found {
+        if step.differences.len() < MAX_LISTED_DIFFERENCES {
+            step.differences.push(Difference {
+                rule_id: rule.id.clone(),
+                key: key.clone(),
+                outcome: found,
+                reason,
+            });
+        }
+        if spec.repair && found.repairable() {
+            repair.push(key);
+        }
+    }
+    step.counts = page.counts;
+    step.to = page.to;
+    step.done = page.done;
+    if !repair.is_empty() {
+        step.requeued = rep
+            .queue
+            .requeue_keys(&spec.bucket, &rule.id, repair)
+            .await?;
+        rep.kick_lane(Lane::Backfill);
+    }
+    Ok(step)
+}
+
+/// What one page of a comparison found.
+pub(crate) struct ComparedPage {
+    /// Every key not the same, in key order: what was found and why.
+    pub found: Vec<(Outcome, String, String)>,
+    pub counts: OutcomeCounts,
+    /// The last key the page covered: the next page starts after it.
+    pub to: Option<String>,
+    /// Neither side has keys after `to`.
+    pub done: bool,
+}
+
+/// One page of a comparison of `rule`'s source keys under `prefix` with
+/// its destination: lists up to the configured page of keys after `after`
+/// on both sides (the source's latest versions from meta, the
+/// destination's keys by ListObjectsV2 with StartAfter), merge-joins them
+/// by key and compares, at `level`, the keys both listings cover. Source
+/// keys the rule does not replicate are passed over (and, with
+/// `originals_only`, replicas written here by another region).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn compare_page(
+    rep: &Arc<Replicator>,
+    remote: &Remote,
+    rule: &ReplicationRule,
+    bucket: &str,
+    prefix: &str,
+    after: Option<&str>,
+    level: u8,
+    originals_only: bool,
+) -> Result<ComparedPage, PageError> {
     let page = rep.cfg.verify_page_keys.clamp(1, MAX_PAGE);
     let query = ListObjectsQuery {
-        bucket: spec.bucket.clone(),
-        prefix: prefix.clone(),
+        bucket: bucket.to_string(),
+        prefix: prefix.to_string(),
         delimiter: None,
         start_after: after.map(str::to_string),
         max_keys: page,
@@ -198,7 +264,7 @@ async fn verify_page(
         rep.meta.list_objects(query),
         remote
             .client
-            .list_entries_after(&rule.destination_bucket, &prefix, after, page as u32)
+            .list_entries_after(&rule.destination_bucket, prefix, after, page as u32)
     );
     let (source, dest) = (source?, dest?);
 
@@ -217,11 +283,19 @@ async fn verify_page(
         (a, b) => a.or(b),
     };
     let covered = |k: &str| bound.as_deref().is_none_or(|b| k <= b);
+    let wanted = |s: &ObjectVersion| {
+        rule.matches(&s.key, Some(&s.tags)) && !(originals_only && s.replica_of.is_some())
+    };
     let src: Vec<&ObjectVersion> = source.objects.iter().filter(|v| covered(&v.key)).collect();
     let dst: Vec<&ListedEntry> = dest.entries.iter().filter(|e| covered(&e.key)).collect();
     let mut src = src.into_iter().peekable();
     let mut dst = dst.into_iter().peekable();
-    let mut repair: Vec<String> = Vec::new();
+    let mut out = ComparedPage {
+        found: Vec::new(),
+        counts: OutcomeCounts::default(),
+        to: None,
+        done: bound.is_none(),
+    };
     loop {
         let order = match (src.peek(), dst.peek()) {
             (None, None) => break,
@@ -232,7 +306,7 @@ async fn verify_page(
         let (found, key, reason) = match order {
             Ordering::Less => {
                 let s = src.next().expect("peeked");
-                if !rule.matches(&s.key, Some(&s.tags)) {
+                if !wanted(s) {
                     continue; // not the rule's: nothing to compare
                 }
                 (
@@ -251,45 +325,27 @@ async fn verify_page(
             }
             Ordering::Equal => {
                 let (s, d) = (src.next().expect("peeked"), dst.next().expect("peeked"));
-                if !rule.matches(&s.key, Some(&s.tags)) {
+                if !wanted(s) {
                     continue;
                 }
-                let (found, reason) = compare(rep, &remote, &rule, spec.level, s, d).await?;
+                let (found, reason) = compare(rep, remote, rule, level, s, d).await?;
                 (found, s.key.clone(), reason)
             }
         };
-        step.counts.add(found);
+        out.counts.add(found);
+        out.to = Some(key.clone());
         if found != Outcome::Same {
-            if step.differences.len() < MAX_LISTED_DIFFERENCES {
-                step.differences.push(Difference {
-                    rule_id: rule.id.clone(),
-                    key: key.clone(),
-                    outcome: found,
-                    reason,
-                });
-            }
-            if spec.repair && found.repairable() {
-                repair.push(key.clone());
-            }
+            out.found.push((found, key, reason));
         }
-        step.to = Some(key);
     }
     if let Some(b) = &bound {
         // Keys the source skipped (delete markers, other rules' tags) still
         // move the cursor.
-        if step.to.as_ref().is_none_or(|t| t < b) {
-            step.to = Some(b.clone());
+        if out.to.as_ref().is_none_or(|t| t < b) {
+            out.to = Some(b.clone());
         }
     }
-    step.done = bound.is_none();
-    if !repair.is_empty() {
-        step.requeued = rep
-            .queue
-            .requeue_keys(&spec.bucket, &rule.id, repair)
-            .await?;
-        rep.kick_lane(Lane::Backfill);
-    }
-    Ok(step)
+    Ok(out)
 }
 
 /// Compares a key both sides have, at `level`.

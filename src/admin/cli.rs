@@ -580,6 +580,7 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                     "backfill",
                 ]);
                 for r in stats {
+                    let backfill = backfill_cell(&r);
                     t.add_row(vec![
                         r.bucket,
                         r.rule_id,
@@ -591,9 +592,7 @@ pub async fn run(a: AdminArgs) -> anyhow::Result<()> {
                         r.completed_operations_total.to_string(),
                         r.failed_operations_total.to_string(),
                         r.rtc_threshold_missed_total.to_string(),
-                        r.backfill_progress_ratio
-                            .map(|p| format!("{:.0}%", p * 100.0))
-                            .unwrap_or_else(|| "-".into()),
+                        backfill,
                     ]);
                 }
                 println!("{t}");
@@ -801,4 +800,30 @@ fn sse_command(a: &AdminArgs, cmd: &SseCommand) -> anyhow::Result<()> {
         println!("{table}");
     }
     Ok(())
+}
+
+/// The status table's backfill column: how far the existing-object scan
+/// is, what it compared, sent and skipped, and when it should be through.
+fn backfill_cell(r: &godwit_common::replication::RuleStats) -> String {
+    let Some(ratio) = r.backfill_progress_ratio else {
+        return "-".into();
+    };
+    let mut cell = format!("{:.0}%", ratio * 100.0);
+    if let Some(b) = &r.backfill {
+        let looked = if b.compared { "compared" } else { "queued" };
+        cell.push_str(&format!(
+            " · {}/{} {looked} · {} sent · {} same",
+            b.scanned,
+            b.total.max(b.scanned),
+            b.sent,
+            b.skipped
+        ));
+        if b.newer_at_destination > 0 {
+            cell.push_str(&format!(" · {} newer there", b.newer_at_destination));
+        }
+    }
+    if let Some(eta) = r.backfill_eta_seconds {
+        cell.push_str(&format!(" · ETA {eta:.0}s"));
+    }
+    cell
 }

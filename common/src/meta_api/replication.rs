@@ -32,6 +32,8 @@ request_enum! {
             start_after: Option<String>,
             max: usize,
         },
+        BackfillStep { step: BackfillStep },
+        GetBackfillProgress { bucket: String, rule_id: String },
         RunningVerifyJobs,
         SaveVerifyStep { step: crate::verify::VerifyStep },
         RequeueKeys { bucket: String, rule_id: String, keys: Vec<String> },
@@ -50,6 +52,8 @@ pub enum ReplicationResponse {
     ScannedTo(Option<String>),
     Jobs(Vec<crate::verify::VerifyJob>),
     Count(u64),
+    /// A rule's existing-object progress (None: no scan has started).
+    Backfill(Option<BackfillProgress>),
 }
 
 impl MetaRequest for ReplicationRequest {
@@ -63,7 +67,9 @@ impl MetaRequest for ReplicationRequest {
     fn retry_safe(&self) -> bool {
         matches!(
             self,
-            ReplicationRequest::ReplicationUpload { .. } | ReplicationRequest::RunningVerifyJobs
+            ReplicationRequest::ReplicationUpload { .. }
+                | ReplicationRequest::RunningVerifyJobs
+                | ReplicationRequest::GetBackfillProgress { .. }
         )
     }
 
@@ -153,6 +159,29 @@ pub trait ReplicationMeta: Send + Sync + 'static {
             max,
         };
         ask!(self, req => ReplicationResponse::ScannedTo)
+    }
+    /// Saves one page of a comparing backfill (see `BackfillStep`): queues
+    /// the keys it sends and moves the rule's cursor. Answers the rule's
+    /// progress after it; a step whose `from` is not the rule's cursor (or
+    /// that comes after the scan is done) changes nothing, which the
+    /// answer's cursor shows.
+    async fn backfill_step(&self, step: BackfillStep) -> MetaResult<BackfillProgress> {
+        match self.call(ReplicationRequest::BackfillStep { step }).await? {
+            ReplicationResponse::Backfill(Some(p)) => Ok(p),
+            _ => Err(super::unexpected("ReplicationResponse::Backfill(Some)")),
+        }
+    }
+    /// A rule's existing-object progress (None: no scan has started).
+    async fn backfill_progress(
+        &self,
+        bucket: &str,
+        rule_id: &str,
+    ) -> MetaResult<Option<BackfillProgress>> {
+        let req = ReplicationRequest::GetBackfillProgress {
+            bucket: bucket.into(),
+            rule_id: rule_id.into(),
+        };
+        ask!(self, req => ReplicationResponse::Backfill)
     }
     /// The verify jobs still running, oldest first.
     async fn running_verify_jobs(&self) -> MetaResult<Vec<crate::verify::VerifyJob>> {

@@ -222,6 +222,11 @@ pub fn apply_command(
         } => {
             replication::backfill_scan(tx, &bucket, &rule_id, start_after, max, total_keys, now_ms)
         }
+        Command::BackfillStep {
+            step,
+            total_keys,
+            now_ms,
+        } => replication::backfill_step(tx, step, total_keys, now_ms),
         Command::StartVerify { id, spec, now_ms } => verify::start(tx, id, spec, now_ms),
         Command::SaveVerifyStep { step, now_ms } => verify::step(tx, step, now_ms),
         Command::CancelVerifyJob { id, now_ms } => verify::cancel(tx, &id, now_ms),

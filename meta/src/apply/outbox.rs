@@ -59,26 +59,6 @@ pub(crate) struct LaneCounters {
     pub rtc_missed_total: u64,
 }
 
-/// Existing-object backfill progress of one rule, in `repl_state`.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct BackfillProgress {
-    pub scanned: u64,
-    pub total: u64,
-    pub done: bool,
-}
-
-impl BackfillProgress {
-    pub fn ratio(&self) -> f64 {
-        if self.done {
-            1.0
-        } else if self.total == 0 {
-            0.0
-        } else {
-            (self.scanned as f64 / self.total as f64).min(1.0)
-        }
-    }
-}
-
 /// Tasks of one version still in the queue, and those in the failed set.
 #[derive(Serialize, Deserialize, Clone, Debug, Default)]
 pub(crate) struct VersionTasks {
@@ -119,6 +99,20 @@ pub(crate) fn load_config(
     tx.get(CF_REPL_RULES, bucket.as_bytes())?
         .map(|b| decode(&b))
         .transpose()
+}
+
+/// Rule `rule_id` of `bucket`'s replication configuration.
+pub(crate) fn load_rule(
+    tx: &Overlay,
+    bucket: &str,
+    rule_id: &str,
+) -> Result<ReplicationRule, MetaError> {
+    load_config(tx, bucket)?
+        .ok_or(MetaError::ReplicationConfigurationNotFound)?
+        .rules
+        .into_iter()
+        .find(|r| r.id == rule_id)
+        .ok_or_else(|| MetaError::NoSuchReplicationRule(rule_id.to_string()))
 }
 
 /// The winning rule for each destination among the enabled rules that

@@ -442,14 +442,8 @@ pub(super) fn backfill_scan(
     now_ms: i64,
 ) -> Result<Reply, MetaError> {
     load_bucket(tx, bucket)?;
-    let cfg =
-        outbox::load_config(tx, bucket)?.ok_or(MetaError::ReplicationConfigurationNotFound)?;
-    let rule = cfg
-        .rules
-        .iter()
-        .find(|r| r.id == rule_id)
-        .ok_or_else(|| MetaError::InvalidRequest(format!("no replication rule {rule_id}")))?;
-    let mut dest = Destination::of_rule(rule);
+    let rule = outbox::load_rule(tx, bucket, rule_id)?;
+    let mut dest = Destination::of_rule(&rule);
     dest.lane = Lane::Backfill;
     let max = max.clamp(1, MAX_BACKFILL_STEP);
 
@@ -459,6 +453,7 @@ pub(super) fn backfill_scan(
         None => bp.clone(),
     };
     let mut scanned = 0u64;
+    let mut queued = 0u64;
     let mut last: Option<String> = None;
     // The first row of each key is its latest version.
     while (scanned as usize) < max {
@@ -485,24 +480,97 @@ pub(super) fn backfill_scan(
             if let Some(status) = outbox::counted_status(tx, bucket, &key, &latest.version_id)? {
                 outbox::set_version_status(tx, bucket, &key, &latest.version_id, status)?;
             }
+            queued += 1;
         }
         last = Some(key);
     }
     let done = tx.scan_from(CF_OBJECTS, &bp, &start, 1)?.is_empty();
 
     let pk = outbox::backfill_key(bucket, rule_id);
-    let mut progress: outbox::BackfillProgress = match (&start_after, tx.get(CF_REPL_STATE, &pk)?) {
+    let mut progress: BackfillProgress = match (&start_after, tx.get(CF_REPL_STATE, &pk)?) {
         (Some(_), Some(b)) => decode(&b)?,
-        _ => outbox::BackfillProgress::default(),
+        _ => BackfillProgress {
+            started_ms: now_ms,
+            ..Default::default()
+        },
     };
     if let Some(total) = total_keys {
         progress.total = total;
     }
     progress.scanned += scanned;
+    progress.sent += queued;
+    progress.compared = false;
     progress.done = done;
+    progress.cursor = last.clone();
+    progress.updated_ms = now_ms;
     if done {
         progress.total = progress.total.max(progress.scanned);
     }
     tx.put(CF_REPL_STATE, pk, tx.encode(&progress));
     Ok(Reply::MaybeKey(if done { None } else { last }))
+}
+
+/// One page of a comparing existing-object scan (`BackfillStep`): queues a
+/// backfill-lane task for each key the page sends and moves the rule's
+/// cursor, in one entry. A step whose `from` is not the rule's cursor (a
+/// retried proposal, a second worker) or that comes after the scan is
+/// done changes nothing. Either way the answer is the rule's progress as
+/// it stands, so the worker sees whether its step counted.
+pub(super) fn backfill_step(
+    tx: &mut Overlay,
+    step: BackfillStep,
+    total_keys: Option<u64>,
+    now_ms: i64,
+) -> Result<Reply, MetaError> {
+    if step.send.len() > super::verify::MAX_REQUEUE_KEYS {
+        return Err(MetaError::InvalidArgument(format!(
+            "at most {} keys per backfill step",
+            super::verify::MAX_REQUEUE_KEYS
+        )));
+    }
+    load_bucket(tx, &step.bucket)?;
+    let rule = outbox::load_rule(tx, &step.bucket, &step.rule_id)?;
+    let pk = outbox::backfill_key(&step.bucket, &step.rule_id);
+    let saved: Option<BackfillProgress> = tx
+        .get(CF_REPL_STATE, &pk)?
+        .map(|b| decode(&b))
+        .transpose()?;
+    let mut progress = match (saved, &step.from) {
+        (Some(p), _) if p.done => return Ok(Reply::Backfill(Box::new(p))),
+        (Some(p), Some(from)) if p.cursor.as_ref() == Some(from) => p,
+        // A first page starts the scan afresh (over a record with no cursor:
+        // none yet, or one from a build before cursors were kept).
+        (saved, None) if saved.as_ref().is_none_or(|p| p.cursor.is_none()) => BackfillProgress {
+            total: total_keys.unwrap_or(0),
+            compared: true,
+            started_ms: now_ms,
+            ..Default::default()
+        },
+        (saved, _) => return Ok(Reply::Backfill(Box::new(saved.unwrap_or_default()))),
+    };
+    let mut dest = Destination::of_rule(&rule);
+    dest.lane = Lane::Backfill;
+    let mut sent = 0u64;
+    let mut gone = 0u64;
+    for key in &step.send {
+        match super::verify::queue_latest(tx, &step.bucket, &rule, &dest, key, true, now_ms)? {
+            super::verify::Queued::Now | super::verify::Queued::Already => sent += 1,
+            // Deleted or replaced by a replica since the page was listed.
+            super::verify::Queued::NotWanted => gone += 1,
+        }
+    }
+    progress.scanned += sent + gone + step.skipped + step.newer_at_destination;
+    progress.sent += sent;
+    progress.skipped += step.skipped;
+    progress.newer_at_destination += step.newer_at_destination;
+    progress.extra_at_destination += step.extra_at_destination;
+    progress.compared = true;
+    progress.cursor = step.to;
+    progress.done = step.done;
+    progress.updated_ms = now_ms;
+    if step.done {
+        progress.total = progress.total.max(progress.scanned);
+    }
+    tx.put(CF_REPL_STATE, pk, tx.encode(&progress));
+    Ok(Reply::Backfill(Box::new(progress)))
 }

@@ -9,7 +9,7 @@
 //! once. Repairs requeue through `outbox::enqueue`, as the backfill scan
 //! does, skipping versions that already have tasks pending.
 
-use godwit_common::replication::{Lane, ReplicationConfig, TaskKind};
+use godwit_common::replication::{Lane, ReplicationConfig, ReplicationRule, TaskKind};
 use godwit_common::types::ObjectVersion;
 use godwit_common::verify::*;
 use godwit_common::MetaError;
@@ -182,39 +182,67 @@ pub(super) fn requeue_keys(
         )));
     }
     load_bucket(tx, bucket)?;
-    let cfg =
-        outbox::load_config(tx, bucket)?.ok_or(MetaError::ReplicationConfigurationNotFound)?;
-    let rule = cfg
-        .rules
-        .iter()
-        .find(|r| r.id == rule_id)
-        .ok_or_else(|| MetaError::NoSuchReplicationRule(rule_id.to_string()))?;
-    let mut dest = Destination::of_rule(rule);
+    let rule = outbox::load_rule(tx, bucket, rule_id)?;
+    let mut dest = Destination::of_rule(&rule);
     dest.lane = Lane::Backfill;
     let mut queued = 0u64;
     for key in keys {
-        let Some((_, raw)) = tx.first_with_prefix(CF_OBJECTS, &key_prefix(bucket, key))? else {
-            continue;
-        };
-        let latest: ObjectVersion = decode(&raw)?;
-        let wanted = !latest.is_delete_marker && rule.matches(key, Some(&latest.tags));
-        if !wanted || outbox::has_pending(tx, bucket, key, &latest.version_id)? {
-            continue;
+        if queue_latest(tx, bucket, &rule, &dest, key, false, now_ms)? == Queued::Now {
+            queued += 1;
         }
-        let subject = TaskSubject {
-            bucket,
-            key,
-            version_id: Some(&latest.version_id),
-            size: latest.size,
-            now_ms,
-        };
-        outbox::enqueue(tx, &dest, &subject, TaskKind::NewVersion)?;
-        if let Some(status) = outbox::counted_status(tx, bucket, key, &latest.version_id)? {
-            outbox::set_version_status(tx, bucket, key, &latest.version_id, status)?;
-        }
-        queued += 1;
     }
     Ok(Reply::Count(queued))
+}
+
+/// What `queue_latest` did with a key.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Queued {
+    /// A task was queued for its latest version.
+    Now,
+    /// Its latest version has tasks pending already: they send it.
+    Already,
+    /// Nothing to send: no version, a delete marker, not the rule's (or,
+    /// with `originals_only`, a replica).
+    NotWanted,
+}
+
+/// A backfill-lane `NewVersion` task to `dest` for the latest version of
+/// `key`, unless that version has tasks pending or the rule does not
+/// replicate it. `originals_only`: replicas (written here by another
+/// region's replication) are not sent on.
+pub(super) fn queue_latest(
+    tx: &mut Overlay,
+    bucket: &str,
+    rule: &ReplicationRule,
+    dest: &Destination,
+    key: &str,
+    originals_only: bool,
+    now_ms: i64,
+) -> Result<Queued, MetaError> {
+    let Some((_, raw)) = tx.first_with_prefix(CF_OBJECTS, &key_prefix(bucket, key))? else {
+        return Ok(Queued::NotWanted);
+    };
+    let latest: ObjectVersion = decode(&raw)?;
+    let forwarded = originals_only && latest.replica_of.is_some();
+    let wanted = !latest.is_delete_marker && !forwarded && rule.matches(key, Some(&latest.tags));
+    if !wanted {
+        return Ok(Queued::NotWanted);
+    }
+    if outbox::has_pending(tx, bucket, key, &latest.version_id)? {
+        return Ok(Queued::Already);
+    }
+    let subject = TaskSubject {
+        bucket,
+        key,
+        version_id: Some(&latest.version_id),
+        size: latest.size,
+        now_ms,
+    };
+    outbox::enqueue(tx, dest, &subject, TaskKind::NewVersion)?;
+    if let Some(status) = outbox::counted_status(tx, bucket, key, &latest.version_id)? {
+        outbox::set_version_status(tx, bucket, key, &latest.version_id, status)?;
+    }
+    Ok(Queued::Now)
 }
 
 #[cfg(test)]

@@ -169,8 +169,7 @@ mod tests {
             oldest_pending_age_seconds: lag,
             completed_operations_total: 0,
             failed_operations_total: 0,
-            rtc_threshold_missed_total: 0,
-            backfill_progress_ratio: None,
+            ..Default::default()
         }
     }
 
