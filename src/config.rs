@@ -194,10 +194,15 @@ pub struct ReplicationArgs {
     /// Objects above this many bytes are HEADed at the destination first.
     #[arg(long, env = "GODWIT_REPLICATION_OPTIMISTIC_THRESHOLD")]
     pub replication_optimistic_threshold: Option<u64>,
-    /// Keys a verify job lists per page and side (its progress is saved
-    /// after every page). Default 1000, the most S3 lists at once.
+    /// Keys a verify job or an existing-object comparison lists per page
+    /// and side (its progress is saved after every page). Default 1000,
+    /// the most S3 lists at once.
     #[arg(long, env = "GODWIT_REPLICATION_VERIFY_PAGE")]
     pub replication_verify_page: Option<usize>,
+    /// Existing-object replication stops queueing a rule's objects while
+    /// this many of its backfill tasks wait (default 20000).
+    #[arg(long, env = "GODWIT_REPLICATION_BACKFILL_MAX_PENDING")]
+    pub replication_backfill_max_pending: Option<u64>,
 }
 
 impl ReplicationArgs {
@@ -220,6 +225,9 @@ impl ReplicationArgs {
                 .replication_optimistic_threshold
                 .unwrap_or(d.optimistic_threshold),
             verify_page_keys: self.replication_verify_page.unwrap_or(d.verify_page_keys),
+            backfill_max_pending: self
+                .replication_backfill_max_pending
+                .unwrap_or(d.backfill_max_pending),
             ..d
         }
     }

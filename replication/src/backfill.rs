@@ -21,8 +21,9 @@
 //! the optimistic threshold are still HEADed before being sent.
 //!
 //! Pages follow each other without pause while some rule has work, and a
-//! rule stops queueing while [`MAX_PENDING`] of its backfill tasks wait:
-//! the queue is not a place to hold a whole bucket.
+//! rule stops queueing while `backfill_max_pending` of its backfill tasks
+//! wait (counted at each refresh, plus what was queued since): the queue
+//! is not a place to hold a whole bucket.
 //!
 //! The same loop removes OSS rules that DeleteBucketReplication closed,
 //! once none of their tasks is left in the queue.
@@ -44,8 +45,6 @@ use crate::Replicator;
 const REFRESH_INTERVAL: Duration = Duration::from_secs(3);
 /// Keys per blind `backfill_scan` call.
 const SCAN_PAGE: usize = 1000;
-/// Stop queueing while a rule has this many backfill tasks pending.
-const MAX_PENDING: u64 = 20_000;
 
 type RuleRef = (String, String); // (bucket, rule id)
 
@@ -61,8 +60,8 @@ struct Scan {
 }
 
 impl Scan {
-    fn has_work(&self) -> bool {
-        !self.progress.as_ref().is_some_and(|p| p.done) && self.pending < MAX_PENDING
+    fn has_work(&self, max_pending: u64) -> bool {
+        !self.progress.as_ref().is_some_and(|p| p.done) && self.pending < max_pending
     }
 
     fn cursor(&self) -> Option<String> {
@@ -92,7 +91,7 @@ pub(crate) async fn run_backfill(rep: Arc<Replicator>, shutdown: CancellationTok
             if shutdown.is_cancelled() {
                 return;
             }
-            if !scan.has_work() {
+            if !scan.has_work(rep.cfg.backfill_max_pending.max(1)) {
                 continue;
             }
             match step(&rep, rule, scan).await {

@@ -75,6 +75,10 @@ pub struct ReplicatorConfig {
     /// its progress is saved to meta after each page (1 to 1000; S3 lists
     /// at most 1000).
     pub verify_page_keys: usize,
+    /// Existing-object replication stops queueing a rule's objects while
+    /// this many of its backfill tasks wait: the queue is not a place to
+    /// hold a whole bucket.
+    pub backfill_max_pending: u64,
 }
 
 impl Default for ReplicatorConfig {
@@ -93,6 +97,7 @@ impl Default for ReplicatorConfig {
             idle_poll_ms: 50,
             sse_keys: None,
             verify_page_keys: 1000,
+            backfill_max_pending: 20_000,
         }
     }
 }

@@ -62,36 +62,8 @@ a.put_bucket_replication(Bucket="vf-src", ReplicationConfiguration={
                "Destination": {"Bucket": "arn:aws:s3:::vf-dst"}}]})
 PY
 
-# One whole listing of a side, page after page; prints "keys seconds".
-list_rate() { # ENDPOINT BUCKET REGION
-  "$PY" - "$@" <<'PY'
-import os, re, sys, time, requests
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
-from urllib.parse import quote
-ep, bucket, region = sys.argv[1:4]
-creds = Credentials(os.environ["GODWIT_ACCESS_KEY_ID"], os.environ["GODWIT_SECRET_ACCESS_KEY"])
-session = requests.Session()
-key_re = re.compile(r"<Key>([^<]*)</Key>")
-after, keys, t0 = None, 0, time.monotonic()
-while True:
-    url = f"http://{ep}/{bucket}?list-type=2&max-keys=1000&prefix="
-    if after is not None:
-        url += "&start-after=" + quote(after, safe="")
-    req = AWSRequest(method="GET", url=url)
-    S3SigV4Auth(creds, "s3", region).add_auth(req)
-    body = session.get(url, headers=dict(req.headers), timeout=120).text
-    found = key_re.findall(body)
-    keys += len(found)
-    if "<IsTruncated>true</IsTruncated>" not in body or not found:
-        break
-    after = found[-1]
-print(keys, time.monotonic() - t0)
-PY
-}
-read -r src_keys src_s < <(list_rate "$A_S3" vf-src us-east-1)
-read -r dst_keys dst_s < <(list_rate "$B_S3" vf-dst eu-west-1)
+read -r src_keys src_s < <("$PY" "$RB_DIR/list_rate.py" "$A_S3" vf-src us-east-1)
+read -r dst_keys dst_s < <("$PY" "$RB_DIR/list_rate.py" "$B_S3" vf-dst eu-west-1)
 load_note | tee -a "$OUT/load.txt"
 
 adm --json replication verify vf-src --level 1 >"$OUT/verify-level1.json"

@@ -115,6 +115,12 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = PayloadMode::Unsigned)]
     pub payload: PayloadMode,
 
+    /// Build the bodies from a random block seeded with this number instead
+    /// of a fresh one: two runs with the same seed and size write the same
+    /// bytes (a destination pre-seeded with the source's objects).
+    #[arg(long)]
+    pub payload_seed: Option<u64>,
+
     /// Print the summary as JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -47,6 +47,15 @@ impl Payload {
         Payload::from_block(Bytes::from(block), size, signed)
     }
 
+    /// A payload of `size` bytes whose block comes from `seed`: the same
+    /// seed and size give the same bytes in every run.
+    pub fn seeded(size: u64, signed: bool, seed: u64) -> Payload {
+        use rand::SeedableRng;
+        let mut block = vec![0u8; BLOCK_LEN];
+        rand::rngs::StdRng::seed_from_u64(seed).fill_bytes(&mut block);
+        Payload::from_block(Bytes::from(block), size, signed)
+    }
+
     fn from_block(block: Bytes, size: u64, signed: bool) -> Payload {
         assert!(!block.is_empty(), "payload block must not be empty");
         let mut payload = Payload {
@@ -163,6 +172,9 @@ mod tests {
             Some("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         );
         assert_eq!(Payload::new(10, false).sha256_hex(), None);
+        let (a, b) = (Payload::seeded(100, true, 7), Payload::seeded(100, true, 7));
+        assert_eq!(a.sha256_hex(), b.sha256_hex(), "same seed, same bytes");
+        assert_ne!(a.sha256_hex(), Payload::seeded(100, true, 8).sha256_hex());
     }
 
     #[test]

@@ -189,9 +189,13 @@ pub async fn execute(args: &BenchArgs, print: bool) -> anyhow::Result<Summary> {
     // OSS answers carry the body's CRC-64, which the client checks; an
     // AWS --checksum header carries its CRC32C.
     let crcs = args.signer.is_oss() || args.checksum != ChecksumHeader::None;
+    let seed = args.payload_seed;
     let payload = Arc::new(
         tokio::task::spawn_blocking(move || {
-            let payload = Payload::new(size, signed);
+            let payload = match seed {
+                Some(seed) => Payload::seeded(size, signed, seed),
+                None => Payload::new(size, signed),
+            };
             if crcs {
                 payload.with_crcs()
             } else {
