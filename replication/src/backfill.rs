@@ -146,8 +146,10 @@ async fn step(rep: &Arc<Replicator>, rule: &RuleRef, scan: &mut Scan) -> Result<
     if !scan.blind {
         match compared_step(rep, rule, scan).await {
             Ok(()) => return Ok(()),
-            Err(PageError::Transient(e)) => return Err(e),
-            Err(PageError::Fatal(e)) => {
+            // The rule or its bucket went away meanwhile: the next
+            // refresh drops the rule.
+            Err(PageError::Transient(e)) | Err(PageError::Fatal(e)) => return Err(e),
+            Err(PageError::Refused(e)) => {
                 tracing::warn!(bucket = %rule.0, rule = %rule.1, error = %e,
                     "the destination cannot be compared; every existing object will be sent");
                 scan.blind = true;

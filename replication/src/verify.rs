@@ -44,9 +44,13 @@ const MAX_PAGE: usize = 1000;
 pub(crate) enum PageError {
     /// May pass: try the page again later.
     Transient(String),
-    /// The job cannot go on (its rule, bucket or remote went away, the
-    /// destination refuses): it fails with this message.
+    /// The job cannot go on (its rule, bucket or remote went away): it
+    /// fails with this message.
     Fatal(String),
+    /// The destination refuses what the comparison asks of it (its
+    /// listing, a HEAD): a job fails with this message; a backfill sends
+    /// without comparing.
+    Refused(String),
 }
 
 impl From<MetaError> for PageError {
@@ -65,7 +69,7 @@ impl From<godwit_common::net::s3_remote::RemoteError> for PageError {
         if e.is_retryable() {
             PageError::Transient(e.to_string())
         } else {
-            PageError::Fatal(e.to_string())
+            PageError::Refused(e.to_string())
         }
     }
 }
@@ -105,7 +109,7 @@ pub(crate) async fn run_verify(rep: Arc<Replicator>, shutdown: CancellationToken
                     pause = RETRY_INTERVAL;
                     continue;
                 }
-                Err(PageError::Fatal(e)) => {
+                Err(PageError::Fatal(e)) | Err(PageError::Refused(e)) => {
                     tracing::warn!(job = %job.id, rule = %rule.rule_id, error = %e, "verify job failed");
                     VerifyStep {
                         job_id: job.id.clone(),
