@@ -536,6 +536,28 @@ mod tests {
     }
 
     #[test]
+    fn backfill_eta_follows_the_rate_so_far_and_old_records_still_read() {
+        let mut p = BackfillProgress {
+            scanned: 250_000,
+            total: 1_000_000,
+            started_ms: 10_000,
+            updated_ms: 15_000,
+            ..Default::default()
+        };
+        assert_eq!(p.rate(), Some(50_000.0));
+        assert_eq!(p.eta_seconds(), Some(15.0));
+        assert_eq!(p.ratio(), 0.25);
+        p.updated_ms = 10_500; // under a second of history: no rate yet
+        assert_eq!(p.eta_seconds(), None);
+        p.done = true;
+        assert_eq!((p.eta_seconds(), p.ratio()), (None, 1.0));
+        // A record of a build before cursors and counts were kept.
+        let old: BackfillProgress =
+            decode(br#"{"scanned":3,"total":5,"done":false}"#).expect("old JSON record");
+        assert_eq!((old.scanned, old.cursor, old.sent), (3, None, 0));
+    }
+
+    #[test]
     fn metadata_tasks_round_trip_in_both_formats() {
         for change in [
             MetadataChange::SameDataNewVersion,
