@@ -17,7 +17,9 @@
 #      done and nothing is pending; the comparison rate is the keys scanned
 #      over the scan's own duration in meta (started_ms to updated_ms);
 #   5. the destination's versions are counted: identical keys must still
-#      have one version each (nothing re-sent).
+#      have one version each (nothing re-sent);
+#   6. the pair, now in step, is verified at level 1 (BENCHMARKS §18's
+#      figure at this size).
 #
 #   N=1000000 scripts/bench/replication/08-preseed.sh
 . "$(dirname "$0")/lib.sh"
@@ -52,4 +54,20 @@ replpy preseed.py --src-bucket bf-src --dst-bucket bf-dst --rule-id bf-preseed \
   --expect-scanned $((N + MISSING)) --expect-sent $((DIFFER + MISSING)) \
   --listing "$src_keys" "$src_s" "$dst_keys" "$dst_s" \
   --json-out "$OUT/preseed.json" | tee "$OUT/summary.txt"
+load_note | tee -a "$OUT/load.txt"
+
+# The same pair, now in step, verified at level 1 (the figure of BENCHMARKS
+# §18 at this size): every key must come out the same.
+adm --json replication verify bf-src --level 1 >"$OUT/verify-level1.json"
+"$PY" - "$OUT/verify-level1.json" "$src_keys" "$src_s" "$dst_keys" "$dst_s" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+job = json.load(open(sys.argv[1]))
+src_rate = int(sys.argv[2]) / float(sys.argv[3])
+dst_rate = int(sys.argv[4]) / float(sys.argv[5])
+c = {k: sum(r["counts"][k] for r in job["rules"]) for k in job["rules"][0]["counts"]}
+secs = (job["updated_ms"] - job["created_ms"]) / 1000
+rate = sum(c.values()) / secs
+print(f"verify level 1 afterwards: {sum(c.values())} keys in {secs:.2f} s = {rate:,.0f} objects/s "
+      f"({rate / min(src_rate, dst_rate):.0%} of the slower listing); counts {c}; state {job['state']}")
+PY
 load_note | tee -a "$OUT/load.txt"
