@@ -135,6 +135,10 @@ pub struct Replicator {
     /// (source upload id, destination) aborted by this process: a late part
     /// task must not open a new destination upload for them.
     aborted_uploads: Mutex<HashSet<(String, String)>>,
+    /// Part uploads running in this process, per (source upload id,
+    /// destination): a completion waits for them instead of sending the
+    /// same bytes again.
+    parts_in_flight: multipart::PartsInFlight,
 }
 
 impl Replicator {
@@ -154,6 +158,7 @@ impl Replicator {
             in_flight: Mutex::new(HashSet::new()),
             upload_locks: multipart::KeyedLocks::default(),
             aborted_uploads: Mutex::new(HashSet::new()),
+            parts_in_flight: multipart::PartsInFlight::default(),
         })
     }
 

@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use godwit_common::net::s3_remote::{
     content_md5_from_etag, tagging_header, CompletePart, PartChecksum,
@@ -29,10 +30,15 @@ use crate::task::{
 use crate::Replicator;
 
 /// A completion waits for part tasks this many times before it uploads the
-/// missing parts itself (each wait is one retry of the task).
+/// missing parts itself (each wait is one retry of the task), unless part
+/// uploads of its upload are running here: then it waits for them.
 const COMPLETE_WAITS: u32 = 4;
 /// The longest wait of a completion for its parts.
 const COMPLETE_WAIT_MAX_MS: u64 = 2_000;
+/// A completion whose parts are being uploaded here looks again when one
+/// of them ends, or after this long (a ListParts at the destination per
+/// look).
+const PARTS_RUNNING_POLL_MS: u64 = 1_000;
 /// A completion whose source has not recorded the completion yet asks
 /// again after this long.
 const NOT_COMPLETED_WAIT_MS: u64 = 500;
@@ -68,6 +74,9 @@ pub(crate) async fn part(
     let Some(remote_upload) = ensure_remote_upload(rep, task, remote, &up, upload_id).await? else {
         return Ok(Step::Done); // aborted here meanwhile
     };
+    let _running = rep
+        .parts_in_flight
+        .start((upload_id.to_string(), destination_label(task)));
     match upload_one(
         rep,
         task,
@@ -130,31 +139,51 @@ pub(crate) async fn complete(
     let Some(remote_upload) = ensure_remote_upload(rep, task, remote, &up, upload_id).await? else {
         return Ok(Step::Done);
     };
-    let have = match remote
-        .client
-        .list_parts(dest, &task.key, &remote_upload)
-        .await
-    {
-        Ok(have) => have,
-        Err(e) if e.code() == Some("NoSuchUpload") => {
-            return already_completed(remote, task, &version.etag, e.to_string()).await
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let have: HashMap<u32, &str> = have.iter().map(|p| (p.number, p.etag.as_str())).collect();
-    let mut missing = Vec::new();
-    for (n, etag) in &listed {
-        if have.get(n) == Some(&etag.as_str()) {
-            continue;
-        }
-        let Some(part) = up.parts.iter().find(|p| p.number == *n && p.etag == *etag) else {
-            return Err(TaskError::permanent(
-                "source-part-missing",
-                format!("part {n} of the completed source upload is not recorded"),
-            ));
+    // Under a bandwidth limit a part upload can take longer than all of
+    // the waits below: sending its bytes a second time from here would
+    // only halve what each copy gets. So while part uploads of this upload
+    // run in this process, the completion waits for them here, holding
+    // its slot (a wait through the queue would count as an attempt).
+    let running_key = (upload_id.to_string(), destination_label(task));
+    let missing = loop {
+        let have = match remote
+            .client
+            .list_parts(dest, &task.key, &remote_upload)
+            .await
+        {
+            Ok(have) => have,
+            Err(e) if e.code() == Some("NoSuchUpload") => {
+                return already_completed(remote, task, &version.etag, e.to_string()).await
+            }
+            Err(e) => return Err(e.into()),
         };
-        missing.push(part);
-    }
+        let have: HashMap<u32, &str> = have.iter().map(|p| (p.number, p.etag.as_str())).collect();
+        let mut missing = Vec::new();
+        for (n, etag) in &listed {
+            if have.get(n) == Some(&etag.as_str()) {
+                continue;
+            }
+            let Some(part) = up.parts.iter().find(|p| p.number == *n && p.etag == *etag) else {
+                return Err(TaskError::permanent(
+                    "source-part-missing",
+                    format!("part {n} of the completed source upload is not recorded"),
+                ));
+            };
+            missing.push(part);
+        }
+        let running = rep.parts_in_flight.count(&running_key);
+        if missing.is_empty() || running == 0 {
+            break missing;
+        }
+        tracing::debug!(
+            missing = missing.len(),
+            running,
+            "completion waits for the part uploads running here"
+        );
+        rep.parts_in_flight
+            .changed(Duration::from_millis(PARTS_RUNNING_POLL_MS))
+            .await;
+    };
     if !missing.is_empty() {
         if task.attempts < COMPLETE_WAITS {
             let delay_ms = rep
@@ -424,6 +453,61 @@ async fn already_completed(
 /// (source upload id, destination label).
 type UploadKey = (String, String);
 
+/// How many part uploads of each (source upload, destination) are running
+/// in this process.
+#[derive(Default)]
+pub(crate) struct PartsInFlight {
+    map: std::sync::Mutex<HashMap<UploadKey, usize>>,
+    /// Signalled whenever a part upload ends.
+    ended: tokio::sync::Notify,
+}
+
+/// One running part upload; counted until dropped.
+pub(crate) struct PartRunning<'a> {
+    set: &'a PartsInFlight,
+    key: UploadKey,
+}
+
+impl PartsInFlight {
+    pub fn start(&self, key: UploadKey) -> PartRunning<'_> {
+        *self
+            .map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(key.clone())
+            .or_default() += 1;
+        PartRunning { set: self, key }
+    }
+
+    /// Returns when a part upload ended (any upload's) or after `at_most`.
+    pub async fn changed(&self, at_most: Duration) {
+        let _ = tokio::time::timeout(at_most, self.ended.notified()).await;
+    }
+
+    pub fn count(&self, key: &UploadKey) -> usize {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for PartRunning<'_> {
+    fn drop(&mut self) {
+        let mut map = self.set.map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.key);
+            }
+        }
+        drop(map);
+        self.set.ended.notify_waiters();
+    }
+}
+
 /// Async mutexes by key, dropped once nobody holds or waits for them.
 #[derive(Default)]
 pub(crate) struct KeyedLocks {
@@ -476,7 +560,23 @@ impl Drop for KeyedGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+
+    #[test]
+    fn parts_in_flight_are_counted_until_dropped() {
+        let set = PartsInFlight::default();
+        let k = || ("u1".to_string(), "r/b".to_string());
+        assert_eq!(set.count(&k()), 0);
+        let a = set.start(k());
+        let b = set.start(k());
+        let other = set.start(("u2".into(), "r/b".into()));
+        assert_eq!(set.count(&k()), 2);
+        drop(a);
+        assert_eq!(set.count(&k()), 1);
+        drop(b);
+        drop(other);
+        assert_eq!(set.count(&k()), 0);
+        assert!(set.map.lock().unwrap().is_empty());
+    }
 
     #[tokio::test]
     async fn keyed_locks_serialize_one_key_and_clean_up() {

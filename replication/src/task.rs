@@ -765,7 +765,7 @@ impl Replicator {
                 counter.inc_by(c.len() as u64);
             }
         }));
-        throttle(counted, remote.limiter.clone(), task.lane)
+        throttle(counted, remote.limiter.clone(), task.lane, end - start)
     }
 }
 

@@ -68,13 +68,15 @@ stop_all() { stop_a || true; stop_b || true; rm -rf "$ROOT"; }
 
 adm() { "$GODWIT" admin --admin-endpoint "http://$A_ADMIN" --access-key "$GODWIT_ACCESS_KEY_ID" --secret-key "$GODWIT_SECRET_ACCESS_KEY" "$@"; }
 
-# fresh_regions [env for A...]: empty data dirs, both regions up, B known on A.
+# fresh_regions [env for A...]: empty data dirs, both regions up, B known on A
+# (with a bandwidth limit of REMOTE_LIMIT bytes/s when set).
 fresh_regions() {
   rm -rf "$ROOT"; : >"$OUT/a.log"; : >"$OUT/b.log"
   start_b
   start_a "$@"
   adm remote add b --endpoint "http://$B_S3" --region eu-west-1 \
-    --access-key "$GODWIT_ACCESS_KEY_ID" --secret-key "$GODWIT_SECRET_ACCESS_KEY" >/dev/null
+    --access-key "$GODWIT_ACCESS_KEY_ID" --secret-key "$GODWIT_SECRET_ACCESS_KEY" \
+    ${REMOTE_LIMIT:+--bandwidth-limit "$REMOTE_LIMIT"} >/dev/null
   trap stop_all EXIT
 }
 
