@@ -854,6 +854,27 @@ async fn sla_report_counts_per_rule_and_hour_and_keeps_thirty_days() {
     m.shutdown().await;
 }
 
+/// A replica of `key` in "src" written at its origin in the year 2100: the
+/// key's latest version (last writer wins), which backfills never send.
+async fn put_replica_from_2100(m: &impl ObjectMeta, key: &str) {
+    let mut replica = inline("src", key, b"replica");
+    replica.replica_of = Some(ReplicaOrigin {
+        region: "eu".into(),
+        original_mtime_ms: 4_102_444_800_000,
+    });
+    m.put_object(replica).await.unwrap();
+}
+
+/// Rule `id` on "src" (everything to r1/d1) with existing-object
+/// replication.
+async fn put_existing_object_rule(m: &impl ObjectMeta, id: &str) {
+    let mut r = rule(id, 1, "", "r1", "d1");
+    r.existing_object_replication = true;
+    m.put_bucket_replication("src", config(vec![r]))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn backfill_enqueues_existing_latest_versions_with_progress() {
     let dir = tempfile::tempdir().unwrap();
@@ -866,18 +887,9 @@ async fn backfill_enqueues_existing_latest_versions_with_progress() {
     m.delete_object("src", "c", None).await.unwrap();
     // Written at its origin after the local "d" (year 2100), so it is the
     // latest version (last writer wins), and replicas are never backfilled.
-    let mut replica = inline("src", "d", b"replica");
-    replica.replica_of = Some(ReplicaOrigin {
-        region: "eu".into(),
-        original_mtime_ms: 4_102_444_800_000,
-    });
-    m.put_object(replica).await.unwrap();
+    put_replica_from_2100(&*m, "d").await;
 
-    let mut r = rule("old", 1, "", "r1", "d1");
-    r.existing_object_replication = true;
-    m.put_bucket_replication("src", config(vec![r]))
-        .await
-        .unwrap();
+    put_existing_object_rule(&*m, "old").await;
     assert_eq!(
         m.backfill_scan("src", "nope", None, 10).await.unwrap_err(),
         MetaError::NoSuchReplicationRule("nope".into())
@@ -930,17 +942,8 @@ async fn a_comparing_backfill_queues_only_what_it_sends_and_counts_each_page_onc
     for k in ["a", "b", "c", "d", "e"] {
         m.put_object(inline("src", k, k.as_bytes())).await.unwrap();
     }
-    let mut replica = inline("src", "d", b"replica");
-    replica.replica_of = Some(ReplicaOrigin {
-        region: "eu".into(),
-        original_mtime_ms: 4_102_444_800_000,
-    });
-    m.put_object(replica).await.unwrap();
-    let mut r = rule("old", 1, "", "r1", "d1");
-    r.existing_object_replication = true;
-    m.put_bucket_replication("src", config(vec![r]))
-        .await
-        .unwrap();
+    put_replica_from_2100(&*m, "d").await;
+    put_existing_object_rule(&*m, "old").await;
     assert_eq!(m.backfill_progress("src", "old").await.unwrap(), None);
 
     // Page 1: a is missing at the destination, b the same, c newer there.
