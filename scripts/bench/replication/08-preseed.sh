@@ -25,9 +25,7 @@
 . "$(dirname "$0")/lib.sh"
 N=${N:-1000000} SIZE=${SIZE:-100} SEED=${SEED:-13}
 DIFFER=${DIFFER:-1000} MISSING=${MISSING:-1000}
-OUT=${OUT:-/var/tmp/godwit-repl-bench-results/preseed}
 CONC=${CONC:-32}
-mkdir -p "$OUT"
 
 fresh_regions
 replpy backfill.py --setup
