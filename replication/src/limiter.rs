@@ -443,7 +443,7 @@ mod tests {
         // Shorter transfers keep arriving and going first...
         let mut t = t0;
         let mut n = 1;
-        while t < t0 + AGING {
+        while t + ms(1000) < t0 + AGING {
             let short = b.enqueue(Lane::Standard, 1000, rank(5000, n), t);
             assert_eq!(b.poll(long, t), Poll::Queued(t0 + AGING - t));
             t += ms(1000);
@@ -453,13 +453,15 @@ mod tests {
         // ...until the long one has waited AGING: then it goes, though
         // a shorter one is waiting.
         let short = b.enqueue(Lane::Standard, 1000, rank(5000, n), t);
+        assert_eq!(b.poll(long, t), Poll::Queued(ms(1000)));
+        t += ms(1000);
+        assert_eq!(t - t0, AGING);
         assert!(queued(b.poll(short, t)));
         let rtc = b.enqueue(Lane::Rtc, 1000, rank(1000, n + 1), t);
         assert!(queued(b.poll(long, t)), "RTC still goes first");
-        assert_eq!(b.poll(rtc, t), Poll::Wait(ms(1000)));
-        assert_eq!(b.poll(rtc, t + ms(1000)), Poll::Granted);
-        assert_eq!(b.poll(long, t + ms(2000)), Poll::Granted);
-        assert_eq!(b.poll(short, t + ms(2000)), Poll::Wait(ms(1000)));
+        assert_eq!(b.poll(rtc, t), Poll::Granted);
+        assert_eq!(b.poll(long, t + ms(1000)), Poll::Granted);
+        assert_eq!(b.poll(short, t + ms(1000)), Poll::Wait(ms(1000)));
     }
 
     /// The async shell serves the same order (on tokio's paused clock):
