@@ -107,8 +107,13 @@ pub(super) fn put_object(
     // a replica, which makes no task).
     let mut replaced: Option<ObjectVersion> = None;
     // A replica is never replicated again: two-way rules do not loop.
-    if version.replica_of.is_some() {
+    if let Some(origin) = &version.replica_of {
         version.replication_status = Some(ReplicationStatus::Replica);
+        // A replica keeps its source's time, as S3 replicas keep their
+        // creation time: Last-Modified, listings, conditionals and
+        // lifecycle ages read the same in every region (and a sync tool
+        // comparing times sees no difference).
+        version.last_modified_ms = origin.original_mtime_ms;
     } else {
         // Versions of one key get strictly increasing last-modified times,
         // even when several land in one Raft entry (which shares one
