@@ -42,6 +42,10 @@ MAY_HAVE_NO_SAMPLES = {
     "godwit_replication_skipped_total": "no destination already had an object",
     "godwit_replication_metadata_only_total": "the demo changes no metadata in place",
     "godwit_replication_backfill_progress_ratio": "exported only while a backfill runs",
+    "godwit_replication_backfill_scanned_objects": "exported only while a backfill runs",
+    "godwit_replication_backfill_sent_objects": "exported only while a backfill runs",
+    "godwit_replication_backfill_skipped_objects": "exported only while a backfill runs",
+    "godwit_replication_backfill_eta_seconds": "exported only while a backfill runs",
 }
 # Panels whose query selects what a run need not have.
 MAY_BE_EMPTY = {
