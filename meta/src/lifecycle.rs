@@ -200,12 +200,7 @@ impl MetaNode {
         // (ticks per second) actions carried out side by side (they
         // share Raft proposals), so a high pace is not bounded by one
         // commit's latency and a low one still spreads out.
-        let per_tick = (ops_per_sec as usize * PACE_TICK.as_millis() as usize / 1000).max(1);
-        let tick = if ops_per_sec as usize * (PACE_TICK.as_millis() as usize) < 1000 {
-            Duration::from_secs_f64(1.0 / f64::from(ops_per_sec.max(1)))
-        } else {
-            PACE_TICK
-        };
+        let (per_tick, tick) = pace_batches(ops_per_sec);
         let mut pace = tokio::time::interval(tick);
         pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut plans = plans.into_iter().peekable();
@@ -268,6 +263,18 @@ impl MetaNode {
         }
         Ok(())
     }
+}
+
+/// The pace as batches: how many actions start together, and how often,
+/// so that `ops_per_sec` is kept (a batch about every `PACE_TICK`, of at
+/// least one action).
+fn pace_batches(ops_per_sec: u32) -> (usize, Duration) {
+    let ops = ops_per_sec.max(1);
+    let per_tick = (ops as u128 * PACE_TICK.as_millis() / 1000).max(1) as usize;
+    (
+        per_tick,
+        Duration::from_secs_f64(per_tick as f64 / f64::from(ops)),
+    )
 }
 
 /// Everything due at `now` in every bucket with an enabled rule, at most
@@ -513,6 +520,28 @@ fn due_versions(
 mod tests {
     use super::*;
     use godwit_common::lifecycle::{LifecycleRule, NoncurrentExpiration, RuleFilter};
+
+    #[test]
+    fn the_pace_in_batches_keeps_the_rate_asked() {
+        for ops in [1u32, 5, 9, 10, 15, 19, 99, 100, 150, 500, 5000, 12_345] {
+            let (per_tick, tick) = pace_batches(ops);
+            let rate = per_tick as f64 / tick.as_secs_f64();
+            assert!(
+                (rate - f64::from(ops)).abs() < 1e-6 * f64::from(ops),
+                "{ops}: {rate}"
+            );
+            assert!(per_tick >= 1 && tick <= Duration::from_secs(1), "{ops}");
+            if ops >= 10 {
+                // Batches close to every PACE_TICK share their fsyncs.
+                assert!(
+                    tick >= PACE_TICK / 2 && tick <= PACE_TICK * 2,
+                    "{ops}: {tick:?}"
+                );
+            }
+        }
+        assert_eq!(pace_batches(100), (10, PACE_TICK));
+        assert_eq!(pace_batches(0), pace_batches(1));
+    }
 
     fn version(key: &str, vid: &str, lm: i64, marker: bool) -> ObjectVersion {
         ObjectVersion {
