@@ -43,6 +43,7 @@ pub struct FileConfig {
     pub gc_grace_secs: Option<u64>,
     pub gc_interval_secs: Option<u64>,
     pub io_backend: Option<String>,
+    pub direct_io: Option<bool>,
     pub io_deadline_secs: Option<u64>,
     pub reserve_bytes: Option<u64>,
     pub meta_reserve_bytes: Option<u64>,
@@ -143,6 +144,10 @@ pub struct StorageArgs {
     /// Block I/O backend: auto (io_uring, else thread pool) or threadpool.
     #[arg(long, env = "GODWIT_IO_BACKEND")]
     pub io_backend: Option<String>,
+    /// Write block files with O_DIRECT where the data dir's file system
+    /// takes it (default true); false: through the page cache.
+    #[arg(long, env = "GODWIT_DIRECT_IO")]
+    pub direct_io: Option<bool>,
     /// Seconds a datanode may make no progress on a block read or write
     /// (take no bytes, send none, not answer) before the call is abandoned
     /// and the node is skipped for a while. Default 5.
@@ -326,6 +331,8 @@ pub struct Storage {
     pub gc_grace: std::time::Duration,
     pub gc_interval: std::time::Duration,
     pub io_backend: IoBackend,
+    /// `--direct-io`: datanodes write block files with `O_DIRECT`.
+    pub direct_io: bool,
     /// Deadline of every block call (`godwit_common::block_api::DEFAULT_IO_DEADLINE`).
     pub io_deadline: std::time::Duration,
     /// `--reserve-bytes` of a datanode.
@@ -364,6 +371,7 @@ impl Storage {
                     .max(1),
             ),
             io_backend: parse_backend(a.io_backend.or(f.io_backend.take()))?,
+            direct_io: a.direct_io.or(f.direct_io).unwrap_or(true),
             io_deadline: match a.io_deadline_secs.or(f.io_deadline_secs) {
                 Some(0) => anyhow::bail!("--io-deadline-secs must be at least 1"),
                 Some(s) => std::time::Duration::from_secs(s),

@@ -64,6 +64,7 @@ impl RegionLauncher for InProcessRegions {
                 gc_grace_secs: None,
                 gc_interval_secs: None,
                 io_backend: None,
+                direct_io: None,
                 io_deadline_secs: None,
                 reserve_bytes: None,
                 meta_reserve_bytes: None,

@@ -184,6 +184,7 @@ pub async fn start_server(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         data_dir: cfg.data_dir.join("datanode"),
         cluster_secret: secret.clone(),
         force_threadpool: cfg.storage.io_backend == IoBackend::Threadpool,
+        direct_io: cfg.storage.direct_io,
         reserve_bytes: cfg.storage.reserve_bytes,
     })
     .await?;
@@ -417,6 +418,7 @@ pub async fn run_datanode(cfg: DatanodeRoleConfig) -> anyhow::Result<()> {
         data_dir: cfg.data_dir.clone(),
         cluster_secret: secret,
         force_threadpool: cfg.storage.io_backend == IoBackend::Threadpool,
+        direct_io: cfg.storage.direct_io,
         reserve_bytes: cfg.storage.reserve_bytes,
     })
     .await?;

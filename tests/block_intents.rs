@@ -54,6 +54,7 @@ impl Server {
                 gc_grace_secs: Some(3),
                 gc_interval_secs: Some(1),
                 io_backend: None,
+                direct_io: None,
                 io_deadline_secs: None,
                 reserve_bytes: None,
                 meta_reserve_bytes: None,

@@ -60,6 +60,7 @@ async fn start_region(name: &str, dir: &std::path::Path, s3_listen: &str) -> Ser
             gc_grace_secs: None,
             gc_interval_secs: None,
             io_backend: None,
+            direct_io: None,
             io_deadline_secs: None,
             reserve_bytes: None,
             meta_reserve_bytes: None,

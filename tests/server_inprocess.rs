@@ -31,6 +31,7 @@ async fn start(dir: &std::path::Path) -> ServerHandle {
             gc_grace_secs: None,
             gc_interval_secs: None,
             io_backend: None,
+            direct_io: None,
             io_deadline_secs: None,
             reserve_bytes: None,
             meta_reserve_bytes: None,
@@ -204,6 +205,7 @@ async fn admin_listener_serves_health_metrics_and_keys() {
         metrics.contains("godwit_datanode_io_backend{backend="),
         "{metrics}"
     );
+    assert!(metrics.contains("godwit_datanode_direct_io "), "{metrics}");
     assert!(metrics.contains("godwit_s3_requests_total"), "{metrics}");
     assert!(
         metrics.contains("godwit_s3_request_duration_seconds"),

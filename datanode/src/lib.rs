@@ -10,6 +10,7 @@
 //! `godwit_common::net::BlockClient`.
 //!
 //! - `format`: on-disk layout and format versions.
+//! - `direct`: aligned batches for `O_DIRECT` block writes.
 //! - `io`: the io_uring thread and the thread-pool fallback.
 //! - `store`: `Datanode`, PUT/GET/DELETE of blocks.
 //! - `gc`: removal of unreferenced blocks and stale temporary files.
@@ -18,6 +19,7 @@
 //! - `http`: the axum router.
 //! - `metrics`: Prometheus gauges and counters.
 
+mod direct;
 pub mod format;
 mod gc;
 mod heartbeat;

@@ -4,11 +4,22 @@
 
 use std::sync::LazyLock;
 
-use prometheus::{IntCounter, IntGaugeVec, Opts};
+use prometheus::{IntCounter, IntGauge, IntGaugeVec, Opts};
 
 use crate::io::Backend;
 
 use godwit_common::metrics::register;
+
+/// 1 when block files are written with `O_DIRECT`.
+pub static DIRECT_IO: LazyLock<IntGauge> = LazyLock::new(|| {
+    register(
+        IntGauge::new(
+            "godwit_datanode_direct_io",
+            "Block files are written with O_DIRECT (1) or through the page cache (0)",
+        )
+        .expect("valid metric name"),
+    )
+});
 
 /// 1 for the I/O backend in use, 0 for the other.
 pub static IO_BACKEND: LazyLock<IntGaugeVec> = LazyLock::new(|| {

@@ -16,6 +16,7 @@ use godwit_common::block_token::{self, BlockOp};
 use godwit_common::cluster::ClusterSecret;
 use godwit_common::{BlockError, BlockStore, ByteStream};
 
+use crate::direct;
 use crate::format::{check_id, v1, Layout, CHUNK_SIZE, HEADER_LEN, TMP_INFIX};
 use crate::io::{IoEngine, SharedFd};
 use crate::metrics;
@@ -41,6 +42,9 @@ pub struct DatanodeConfig {
     pub cluster_secret: ClusterSecret,
     /// Use the blocking thread pool even where io_uring works.
     pub force_threadpool: bool,
+    /// Write block files with `O_DIRECT` where the file system takes it
+    /// (`direct`); false: through the page cache.
+    pub direct_io: bool,
     /// Free bytes of the blocks' file system below which new blocks are
     /// refused (`BlockError::NoSpace`) and heartbeats say `full`; 0: only
     /// a real ENOSPC refuses.
@@ -57,6 +61,8 @@ pub struct Datanode {
     secret: ClusterSecret,
     reserve: u64,
     pub(crate) io: IoEngine,
+    /// Block files are written with `O_DIRECT` (`direct`).
+    direct: bool,
 }
 
 impl Datanode {
@@ -66,12 +72,25 @@ impl Datanode {
         blocking(move || godwit_common::disk::create_dir_durable(&root)).await?;
         let io = crate::io::start(cfg.force_threadpool);
         metrics::set_backend(io.backend());
+        let root = layout.root().to_path_buf();
+        let direct = cfg.direct_io && blocking(move || Ok(direct::probe(&root))).await?;
+        metrics::DIRECT_IO.set(direct as i64);
+        match (cfg.direct_io, direct) {
+            (true, true) => tracing::info!("datanode block writes: O_DIRECT"),
+            (true, false) => tracing::info!(
+                "datanode block writes: through the page cache (the file system refuses O_DIRECT)"
+            ),
+            (false, _) => tracing::info!(
+                "datanode block writes: through the page cache (direct I/O off by configuration)"
+            ),
+        }
         Ok(Arc::new(Datanode {
             node_id: cfg.node_id,
             layout,
             secret: cfg.cluster_secret,
             reserve: cfg.reserve_bytes,
             io,
+            direct,
         }))
     }
 
@@ -82,6 +101,11 @@ impl Datanode {
     /// `"io_uring"` or `"threadpool"`.
     pub fn io_backend(&self) -> &'static str {
         self.io.backend().as_str()
+    }
+
+    /// Block files are written with `O_DIRECT`.
+    pub fn direct_io(&self) -> bool {
+        self.direct
     }
 
     pub fn cluster_secret(&self) -> &ClusterSecret {
@@ -99,16 +123,23 @@ impl Datanode {
     }
 
     /// Streams `body` into `fd` after the header slot, then writes the CRC
-    /// table and finally the header.
+    /// table and the header; with `O_DIRECT` (`self.direct`) the same bytes
+    /// go in aligned batches and the file is cut back to its length.
     async fn write_file(
         &self,
         fd: &SharedFd,
         mut body: ByteStream,
     ) -> Result<v1::Header, BlockError> {
         let mut sums = ChunkSums::default();
-        let mut batch: Vec<Bytes> = Vec::new();
-        let mut batch_len = 0usize;
-        let mut off = HEADER_LEN;
+        let mut writes = if self.direct {
+            Writes::Direct(direct::Staging::new(WRITE_BATCH_BYTES, HEADER_LEN as usize))
+        } else {
+            Writes::Buffered {
+                batch: Vec::new(),
+                len: 0,
+                off: HEADER_LEN,
+            }
+        };
         let mut inflight = FuturesUnordered::new();
         loop {
             tokio::select! {
@@ -118,25 +149,10 @@ impl Datanode {
                 item = body.next(), if inflight.len() < MAX_WRITES_IN_FLIGHT => {
                     let Some(item) = item else { break };
                     let bytes = item.map_err(|e| BlockError::BadRequest(format!("request body failed: {e}")))?;
-                    if bytes.is_empty() {
-                        continue;
-                    }
                     sums.update(&bytes);
-                    batch_len += bytes.len();
-                    batch.push(bytes);
-                    if batch_len >= WRITE_BATCH_BYTES || batch.len() >= MAX_IOVECS {
-                        inflight.push(self.io.write_all_at(fd, std::mem::take(&mut batch), off));
-                        off += batch_len as u64;
-                        batch_len = 0;
-                    }
+                    writes.push(bytes, |off, bufs| inflight.push(self.io.write_all_at(fd, bufs, off)));
                 }
             }
-        }
-        if !batch.is_empty() {
-            inflight.push(self.io.write_all_at(fd, batch, off));
-        }
-        while let Some(done) = inflight.next().await {
-            done?;
         }
         let (table, crc32c) = sums.finish();
         let header = v1::Header {
@@ -145,21 +161,30 @@ impl Datanode {
             crc32c,
         };
         let table: Vec<u8> = table.iter().flat_map(|c| c.to_le_bytes()).collect();
-        let write_table =
-            self.io
-                .write_all_at(fd, vec![Bytes::from(table)], header.table_offset(0));
-        let write_header =
-            self.io
-                .write_all_at(fd, vec![Bytes::copy_from_slice(&header.encode())], 0);
-        futures::try_join!(write_table, write_header)?;
+        let (last, cut_to) = writes.finish(Bytes::from(table), &header);
+        for (off, bufs) in last {
+            inflight.push(self.io.write_all_at(fd, bufs, off));
+        }
+        while let Some(done) = inflight.next().await {
+            done?;
+        }
+        if let Some(len) = cut_to {
+            let fd = fd.clone();
+            blocking(move || direct::truncate(&fd, len)).await?;
+        }
         Ok(header)
     }
 
     /// Writes the temporary file completely and durably; closes it.
     async fn write_tmp(&self, tmp: &Path, body: ByteStream) -> Result<v1::Header, BlockError> {
+        let direct = if self.direct { libc::O_DIRECT } else { 0 };
         let fd = self
             .io
-            .open(tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o644)
+            .open(
+                tmp,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | direct,
+                0o644,
+            )
             .await?;
         let written = match self.write_file(&fd, body).await {
             Ok(h) => self
@@ -387,6 +412,66 @@ impl Drop for TempGuard {
     fn drop(&mut self) {
         if let Some(p) = self.0.take() {
             let _ = std::fs::remove_file(&p);
+        }
+    }
+}
+
+/// How a block file's bytes become writes: through the page cache, the
+/// body's frames as they come (up to `WRITE_BATCH_BYTES` or `MAX_IOVECS`
+/// per write); or for an `O_DIRECT` fd, copied into aligned batches.
+enum Writes {
+    Buffered {
+        batch: Vec<Bytes>,
+        len: usize,
+        /// File offset of `batch`.
+        off: u64,
+    },
+    Direct(direct::Staging),
+}
+
+impl Writes {
+    /// Takes body bytes; `write(offset, buffers)` for each write ready.
+    fn push(&mut self, bytes: Bytes, mut write: impl FnMut(u64, Vec<Bytes>)) {
+        match self {
+            Writes::Buffered { batch, len, off } => {
+                if bytes.is_empty() {
+                    return;
+                }
+                *len += bytes.len();
+                batch.push(bytes);
+                if *len >= WRITE_BATCH_BYTES || batch.len() >= MAX_IOVECS {
+                    write(*off, std::mem::take(batch));
+                    *off += *len as u64;
+                    *len = 0;
+                }
+            }
+            Writes::Direct(staging) => staging.push(&bytes, |off, b| write(off, vec![b])),
+        }
+    }
+
+    /// The last writes (the rest of the body, the CRC table, the header)
+    /// and the length to cut the file to when the last write was padded.
+    fn finish(self, table: Bytes, header: &v1::Header) -> (Vec<(u64, Vec<Bytes>)>, Option<u64>) {
+        let encoded = header.encode();
+        let mut last = Vec::with_capacity(3);
+        match self {
+            Writes::Buffered { batch, off, .. } => {
+                if !batch.is_empty() {
+                    last.push((off, batch));
+                }
+                last.push((header.table_offset(0), vec![table]));
+                last.push((0, vec![Bytes::copy_from_slice(&encoded)]));
+                (last, None)
+            }
+            Writes::Direct(mut staging) => {
+                staging.push(&table, |off, b| last.push((off, vec![b])));
+                let (tail, len) = staging.finish(&encoded);
+                last.extend(tail.into_iter().map(|(off, b)| (off, vec![b])));
+                (
+                    last,
+                    (!len.is_multiple_of(direct::ALIGN as u64)).then_some(len),
+                )
+            }
         }
     }
 }

@@ -37,7 +37,8 @@ fn value(name: &str, label: Option<(&str, &str)>) -> Option<f64> {
 async fn backend_gauge_and_byte_counters() {
     let d1 = tempfile::tempdir().unwrap();
     let d2 = tempfile::tempdir().unwrap();
-    let pool = open(d1.path(), true).await;
+    let pool = open_with(d1.path(), true, false).await;
+    assert_eq!(value("godwit_datanode_direct_io", None), Some(0.0));
     assert_eq!(
         value(
             "godwit_datanode_io_backend",
@@ -52,6 +53,10 @@ async fn backend_gauge_and_byte_counters() {
     // Opening a second datanode in the same process must not panic on
     // re-registration; the gauge follows the newest.
     let dn = open(d2.path(), false).await;
+    assert_eq!(
+        value("godwit_datanode_direct_io", None),
+        Some(if dn.direct_io() { 1.0 } else { 0.0 })
+    );
     let active = dn.io_backend();
     eprintln!("default datanode backend on this machine: {active}");
     assert_eq!(

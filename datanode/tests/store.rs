@@ -53,6 +53,63 @@ async fn round_trip_threadpool_backend() {
     round_trips(true).await;
 }
 
+/// Whether `dir` is on tmpfs, the one common file system without O_DIRECT.
+fn on_tmpfs(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a statfs buffer of the right size.
+    assert_eq!(unsafe { libc::statfs(path.as_ptr(), &mut st) }, 0);
+    st.f_type == libc::TMPFS_MAGIC
+}
+
+/// O_DIRECT and page-cache writes leave the same bytes: header, data, CRC
+/// table and nothing after (the direct path pads its last write to 4 KiB
+/// and cuts the file back), on both I/O backends.
+async fn direct_and_buffered_agree(force_threadpool: bool) {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let direct = open_with(d1.path(), force_threadpool, true).await;
+    let buffered = open_with(d2.path(), force_threadpool, false).await;
+    assert!(!buffered.direct_io());
+    assert_eq!(direct.direct_io(), !on_tmpfs(d1.path()));
+    eprintln!("direct_io = {}", direct.direct_io());
+    let sizes = SIZES
+        .iter()
+        .copied()
+        .chain([4064, 4065, 262_112, 262_113, 1 << 20]);
+    for (i, size) in sizes.enumerate() {
+        let id = id(i as u64 + 100);
+        let want = data(size, i as u64);
+        for (dn, piece) in [(&direct, 12_345), (&buffered, 4096)] {
+            dn.put_block(&id, &wtok(&id), body(&want, piece))
+                .await
+                .unwrap();
+        }
+        let a = std::fs::read(direct.block_path(&id).unwrap()).unwrap();
+        let b = std::fs::read(buffered.block_path(&id).unwrap()).unwrap();
+        assert_eq!(
+            a.len(),
+            32 + size + 4 * size.div_ceil(65_536),
+            "size {size}"
+        );
+        assert!(a == b, "size {size}: the files differ");
+        let got = collect(direct.get_block(&id, &rtok(&id), 0, None).await.unwrap())
+            .await
+            .unwrap();
+        assert!(got == want, "size {size}: read back differs");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_and_buffered_files_agree_default_backend() {
+    direct_and_buffered_agree(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_and_buffered_files_agree_threadpool_backend() {
+    direct_and_buffered_agree(true).await;
+}
+
 async fn ranged(force_threadpool: bool) {
     let dir = tempfile::tempdir().unwrap();
     let dn = open(dir.path(), force_threadpool).await;

@@ -363,6 +363,7 @@ fn node() -> &'static Node {
                     data_dir: dir.path().to_path_buf(),
                     cluster_secret: ClusterSecret::new(CLUSTER_SECRET),
                     force_threadpool: true,
+                    direct_io: true,
                     reserve_bytes: 0,
                 },
             ))

@@ -292,6 +292,7 @@ pub fn block_files() -> Vec<Vec<u8>> {
                 data_dir: dir.path().to_path_buf(),
                 cluster_secret: secret.clone(),
                 force_threadpool: true,
+                direct_io: true,
                 reserve_bytes: 0,
             },
         ))

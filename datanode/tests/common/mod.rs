@@ -18,11 +18,16 @@ pub fn secret() -> ClusterSecret {
 }
 
 pub async fn open(dir: &Path, force_threadpool: bool) -> Arc<Datanode> {
+    open_with(dir, force_threadpool, true).await
+}
+
+pub async fn open_with(dir: &Path, force_threadpool: bool, direct_io: bool) -> Arc<Datanode> {
     Datanode::open(DatanodeConfig {
         node_id: 1,
         data_dir: dir.to_path_buf(),
         cluster_secret: secret(),
         force_threadpool,
+        direct_io,
         reserve_bytes: 0,
     })
     .await
