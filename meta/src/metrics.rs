@@ -29,6 +29,13 @@ pub struct Metrics {
     pub commands_deduplicated: IntCounter,
     /// Writes refused because meta's disk is below its reserve.
     pub writes_refused_no_space: IntCounter,
+    /// Seconds per stage of a write (`stage`): `command` (a caller's whole
+    /// wait in the proposer, queue included), `proposal` (openraft's
+    /// `client_write` of one batch: append, replicate, commit, apply),
+    /// `log_append` (one synced log write), `append_rpc_send` (an
+    /// AppendEntries round trip, on the leader), `append_rpc_serve` (its
+    /// handling on a follower), `apply` (one state-machine call).
+    pub stage_seconds: prometheus::HistogramVec,
 }
 
 fn gauge(name: &str, help: &str) -> IntGauge {
@@ -42,6 +49,17 @@ fn counter(name: &str, help: &str) -> IntCounter {
 pub fn get() -> &'static Metrics {
     static M: OnceLock<Metrics> = OnceLock::new();
     M.get_or_init(|| Metrics {
+        stage_seconds: register(
+            prometheus::HistogramVec::new(
+                prometheus::HistogramOpts::new(
+                    "godwit_meta_stage_seconds",
+                    "Seconds per stage of a meta write: command, proposal, log_append, append_rpc_send, append_rpc_serve, apply",
+                )
+                .buckets(prometheus::exponential_buckets(0.000_05, 2.0, 16).expect("buckets")),
+                &["stage"],
+            )
+            .expect("valid metric name"),
+        ),
         raft_term: gauge(
             "godwit_meta_raft_term",
             "Current Raft term of this meta node",

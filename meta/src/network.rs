@@ -194,6 +194,10 @@ impl RaftNetwork<TypeConfig> for Peer {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+        let _t = crate::metrics::get()
+            .stage_seconds
+            .with_label_values(&["append_rpc_send"])
+            .start_timer();
         self.call(PATH_APPEND, &rpc, &option).await
     }
 

@@ -62,6 +62,10 @@ impl Proposer {
     /// again: the answer is the one recorded then (`apply/dedup.rs`).
     pub async fn propose(&self, cmd: Command, id: Option<RequestId>) -> Result<Reply, MetaError> {
         let (reply, rx) = oneshot::channel();
+        let _t = metrics::get()
+            .stage_seconds
+            .with_label_values(&["command"])
+            .start_timer();
         self.tx
             .send(Pending { cmd, id, reply })
             .await
@@ -120,7 +124,13 @@ async fn commit(
     };
     metrics::get().proposals.inc();
     tracing::trace!(commands = n, "proposing");
-    match raft.client_write(proposal).await {
+    let t = metrics::get()
+        .stage_seconds
+        .with_label_values(&["proposal"])
+        .start_timer();
+    let written = raft.client_write(proposal).await;
+    t.observe_duration();
+    match written {
         Ok(resp) if resp.data.results.len() == n => {
             for (reply, result) in replies.into_iter().zip(resp.data.results) {
                 let _ = reply.send(result);

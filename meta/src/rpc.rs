@@ -80,6 +80,10 @@ async fn raft_append(
     if !authorized(&node, &headers) {
         return unauthorized();
     }
+    let _t = crate::metrics::get()
+        .stage_seconds
+        .with_label_values(&["append_rpc_serve"])
+        .start_timer();
     match codec::decode::<AppendEntriesRequest<TypeConfig>>(&body) {
         Ok(req) => answer(
             codec::Format::of(&body),

@@ -195,6 +195,20 @@ async fn three_nodes_replicate_install_snapshots_and_fail_over() {
         (tasks[0].bucket.as_str(), tasks[0].key.as_str()),
         ("rq", "queued")
     );
+    // The replication stages were timed on both sides (the three nodes
+    // share this process's registry).
+    let text = prometheus::TextEncoder::new()
+        .encode_to_string(&prometheus::default_registry().gather())
+        .unwrap();
+    for stage in ["append_rpc_send", "append_rpc_serve"] {
+        let line = format!("godwit_meta_stage_seconds_count{{stage=\"{stage}\"}} ");
+        let n: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix(line.as_str()))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        assert!(n > 0, "no {stage} observed: {text}");
+    }
     n2.node.shutdown().await;
     n3.node.shutdown().await;
 }

@@ -46,6 +46,13 @@ async fn sixty_four_concurrent_puts_share_fsyncs() {
         .unwrap();
     assert!(text.contains("godwit_meta_log_fsyncs_total"), "{text}");
     assert!(text.contains("godwit_meta_raft_is_leader 1"), "{text}");
+    // Every command was timed, and each batch's stages (other tests in
+    // this binary may add theirs: at least).
+    assert!(stage_count(&text, "command") >= 64, "{text}");
+    assert!(stage_count(&text, "log_append") >= fsyncs, "{text}");
+    for stage in ["proposal", "apply"] {
+        assert!(stage_count(&text, stage) >= 1, "{stage}: {text}");
+    }
     m.shutdown().await;
 }
 
@@ -83,4 +90,13 @@ async fn concurrent_overwrites_of_one_key_leave_one_version() {
     let winner_block = winner.data.block_ids().next().unwrap().to_string();
     assert!(!unreferenced.contains(&winner_block));
     m.shutdown().await;
+}
+
+/// Observations of `godwit_meta_stage_seconds{stage}` in a text exposition.
+fn stage_count(text: &str, stage: &str) -> u64 {
+    let prefix = format!("godwit_meta_stage_seconds_count{{stage=\"{stage}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
 }

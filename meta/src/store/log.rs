@@ -193,6 +193,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         }
         let n = rows.len() as u64;
         let db = self.db.clone();
+        let t = metrics::get()
+            .stage_seconds
+            .with_label_values(&["log_append"])
+            .start_timer();
         // The WriteBatch is built on the blocking thread: it is not Send.
         let res = tokio::task::spawn_blocking(move || {
             let log_cf = cf(&db, CF_RAFT_LOG);
@@ -207,6 +211,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         .await
         .map_err(std::io::Error::other)
         .and_then(|r| r.map_err(std::io::Error::other));
+        t.observe_duration();
 
         match res {
             Ok(()) => {

@@ -197,6 +197,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
         let db = self.db.clone();
+        let _t = crate::metrics::get()
+            .stage_seconds
+            .with_label_values(&["apply"])
+            .start_timer();
         let (results, commands) = tokio::task::spawn_blocking(move || apply_entries(db, entries))
             .await
             .map_err(|e| StorageIOError::write_state_machine(&e))??;
