@@ -37,7 +37,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::body::checksum::{Algo, Digests, Hasher};
+use crate::body::checksum::{Algo, Digests, Sums};
+use crate::body::md5x::Md5Stream;
 use crate::error::{from_io, into_io, S3Error};
 use crate::intents::IntentKeeper;
 use crate::metrics;
@@ -98,15 +99,18 @@ pub async fn write_sealed(
     seal: Option<(&sse::DataKey, [u8; sse::NONCE_LEN])>,
 ) -> Result<Written, S3Error> {
     // The plaintext is hashed and counted as it passes, before sealing.
-    let hasher = Arc::new(Mutex::new(Some(Hasher::new(algos))));
+    // The MD5 goes to the shared SIMD lanes (`body::md5x`) with the chunk
+    // itself, not a copy.
+    let hashers = Arc::new(Mutex::new(Some((Md5Stream::new(), Sums::new(algos)))));
     let size = Arc::new(AtomicU64::new(0));
     let max_size = target.max_size;
     let tapped = {
-        let (hasher, size) = (hasher.clone(), size.clone());
+        let (hashers, size) = (hashers.clone(), size.clone());
         body.map(move |chunk| {
             let chunk = chunk?;
-            if let Some(h) = hasher.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-                h.update(&chunk);
+            if let Some((md5, sums)) = hashers.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                md5.update(&chunk);
+                sums.update(&chunk);
             }
             metrics::s3().bytes_in.inc_by(chunk.len() as u64);
             let total = size.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
@@ -125,13 +129,14 @@ pub async fn write_sealed(
         None => (tapped, expected_len),
     };
     let data = store(target, stored, expected_len).await;
-    let digests = hasher
+    let (md5, sums) = hashers
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .take()
-        .expect("hashed once")
-        .finish();
+        .expect("hashed once");
+    // A failed write drops its MD5 unfinished (out of the lanes' queue).
     let (data, intents) = data?;
+    let digests = sums.finish_with(md5.finish().await);
     Ok(Written {
         data,
         size: size.load(Ordering::Relaxed),

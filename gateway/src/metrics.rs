@@ -13,6 +13,10 @@ pub struct S3Metrics {
     pub bytes_out: IntCounter,
     /// Handler panics caught and answered 500 (each one is a bug).
     pub panics: IntCounter,
+    /// Uploads hashed together per round of the MD5 lanes (`body::md5x`).
+    pub md5_round_lanes: Histogram,
+    /// Bytes hashed in the MD5 lanes.
+    pub md5_bytes: IntCounter,
 }
 
 use godwit_common::metrics::register;
@@ -62,6 +66,23 @@ pub fn s3() -> &'static S3Metrics {
             IntCounter::new(
                 "godwit_gateway_panics_total",
                 "Panics in S3 request handlers, answered 500 InternalError instead of a dropped connection",
+            )
+            .expect("valid metric"),
+        ),
+        md5_round_lanes: register(
+            Histogram::with_opts(
+                HistogramOpts::new(
+                    "godwit_s3_md5_round_lanes",
+                    "Uploads whose ETag MD5 was hashed side by side, per round of the SIMD lanes",
+                )
+                .buckets(vec![1.0, 2.0, 4.0, 8.0, 12.0, 16.0]),
+            )
+            .expect("valid metric"),
+        ),
+        md5_bytes: register(
+            IntCounter::new(
+                "godwit_s3_md5_lane_bytes_total",
+                "Upload bytes whose ETag MD5 was computed in the SIMD lanes",
             )
             .expect("valid metric"),
         ),

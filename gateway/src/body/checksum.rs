@@ -291,6 +291,12 @@ enum One {
 /// other) are computed for every body.
 pub struct Hasher {
     md5: Md5,
+    sums: Sums,
+}
+
+/// What [`Hasher`] computes besides the MD5 (for a caller that computes
+/// the MD5 elsewhere: uploads use `body::md5x`).
+pub struct Sums {
     crc64xz: CrcDigest,
     others: Vec<(Algo, One)>,
 }
@@ -321,6 +327,24 @@ impl Digests {
 
 impl Hasher {
     pub fn new(algos: &[Algo]) -> Self {
+        Hasher {
+            md5: Md5::new(),
+            sums: Sums::new(algos),
+        }
+    }
+
+    pub fn update(&mut self, data: &[u8]) {
+        self.md5.update(data);
+        self.sums.update(data);
+    }
+
+    pub fn finish(self) -> Digests {
+        self.sums.finish_with(self.md5.finalize().into())
+    }
+}
+
+impl Sums {
+    pub fn new(algos: &[Algo]) -> Self {
         let mut others: Vec<(Algo, One)> = Vec::new();
         for &algo in algos {
             if others.iter().any(|(a, _)| *a == algo) {
@@ -333,15 +357,13 @@ impl Hasher {
             };
             others.push((algo, one));
         }
-        Hasher {
-            md5: Md5::new(),
+        Sums {
             crc64xz: CrcDigest::new(CrcAlgorithm::Crc64Xz),
             others,
         }
     }
 
     pub fn update(&mut self, data: &[u8]) {
-        self.md5.update(data);
         self.crc64xz.update(data);
         for (_, one) in &mut self.others {
             match one {
@@ -352,7 +374,8 @@ impl Hasher {
         }
     }
 
-    pub fn finish(self) -> Digests {
+    /// The digests, with the body's MD5 computed elsewhere.
+    pub fn finish_with(self, md5: [u8; 16]) -> Digests {
         let mut checksums = Checksums {
             crc64ecma: Some(self.crc64xz.finalize()),
             ..Default::default()
@@ -366,10 +389,7 @@ impl Hasher {
             };
             set_checksum(&mut checksums, algo, B64.encode(raw));
         }
-        Digests {
-            md5: self.md5.finalize().into(),
-            checksums,
-        }
+        Digests { md5, checksums }
     }
 }
 

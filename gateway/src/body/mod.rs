@@ -10,6 +10,7 @@
 mod botocore_tests;
 pub mod checksum;
 mod chunked;
+pub mod md5x;
 pub mod reclaim;
 
 use std::collections::BTreeMap;
