@@ -17,6 +17,9 @@ pub struct S3Metrics {
     pub md5_round_lanes: Histogram,
     /// Bytes hashed in the MD5 lanes.
     pub md5_bytes: IntCounter,
+    /// Bytes the MD5 lanes could have hashed in the same steps (16 lanes
+    /// each): `md5_bytes / md5_lane_slots` is how full they ran.
+    pub md5_lane_slots: IntCounter,
 }
 
 use godwit_common::metrics::register;
@@ -83,6 +86,13 @@ pub fn s3() -> &'static S3Metrics {
             IntCounter::new(
                 "godwit_s3_md5_lane_bytes_total",
                 "Upload bytes whose ETag MD5 was computed in the SIMD lanes",
+            )
+            .expect("valid metric"),
+        ),
+        md5_lane_slots: register(
+            IntCounter::new(
+                "godwit_s3_md5_lane_slots_bytes_total",
+                "Bytes the SIMD lanes of the ETag MD5 could have hashed in the steps they ran (16 lanes each); bytes / slots is their fill",
             )
             .expect("valid metric"),
         ),

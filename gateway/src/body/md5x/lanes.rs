@@ -18,9 +18,10 @@ const READY: usize = 64 * 1024;
 /// An upload with this much waiting starts a round whatever the others
 /// have (bounds the memory held back, and a lone upload's wait).
 const FORCE: usize = 512 * 1024;
-/// A round takes at most this much of one upload, so the lanes of a
-/// round are about as long as each other (an ending upload gives all).
+/// A round takes at most this much of one upload.
 const ROUND_MAX: usize = 256 * 1024;
+/// ... and at least this much of those that have it.
+const ROUND_MIN: usize = 16 * 1024;
 
 pub struct Shared {
     queue: Mutex<Queue>,
@@ -279,10 +280,17 @@ impl Queue {
         // Ending uploads first, then the longest queues.
         picks.sort_unstable_by_key(|&(_, ending, len)| (!ending, std::cmp::Reverse(len)));
         picks.truncate(LANES);
+        // Lanes run in step, so a round costs its longest lane's blocks in
+        // every lane: it takes from each upload at most what the eighth
+        // longest has (or the shortest, when fewer), so that at least half
+        // the lanes are busy to the end; the rest waits for the next round
+        // (an ending upload's too: rounds go on until it is all hashed).
+        let mut lens: Vec<usize> = picks.iter().map(|&(_, _, len)| len).collect();
+        lens.sort_unstable_by(|a, b| b.cmp(a));
+        let limit = lens[lens.len().min(LANES / 2) - 1].clamp(ROUND_MIN, ROUND_MAX);
         let mut round = Round::default();
-        for (lane, (id, ending, _)) in picks.into_iter().enumerate() {
+        for (lane, (id, _, _)) in picks.into_iter().enumerate() {
             let w = self.uploads.get_mut(&id).expect("picked from the map");
-            let limit = if ending { usize::MAX } else { ROUND_MAX };
             let mut taken = Vec::new();
             let mut size = 0;
             while size < limit {
@@ -350,9 +358,10 @@ impl Round {
             // points into a segment with at least `blocks` whole blocks
             // left (segments are multiples of 64 bytes, non-empty here).
             unsafe { avx512::compress(&mut self.states, &ptrs, active, blocks) };
-            metrics::s3()
-                .md5_bytes
+            let m = metrics::s3();
+            m.md5_bytes
                 .inc_by((active.count_ones() as usize * blocks * BLOCK) as u64);
+            m.md5_lane_slots.inc_by((LANES * blocks * BLOCK) as u64);
             for (lane, (_, off)) in at.iter_mut().enumerate() {
                 if active & (1 << lane) != 0 {
                     *off += blocks * BLOCK;
