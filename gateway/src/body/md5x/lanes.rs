@@ -354,14 +354,25 @@ impl Round {
             if active == 0 {
                 return;
             }
-            // SAFETY: `shared()` made sure of AVX-512; every active lane
-            // points into a segment with at least `blocks` whole blocks
-            // left (segments are multiples of 64 bytes, non-empty here).
-            unsafe { avx512::compress(&mut self.states, &ptrs, active, blocks) };
             let m = metrics::s3();
-            m.md5_bytes
-                .inc_by((active.count_ones() as usize * blocks * BLOCK) as u64);
-            m.md5_lane_slots.inc_by((LANES * blocks * BLOCK) as u64);
+            if active.count_ones() == 1 {
+                // One lane busy: md-5's scalar assembly is faster than a
+                // vector step that does one lane's work.
+                let lane = active.trailing_zeros() as usize;
+                let (seg, off) = at[lane];
+                let data = &self.lanes[lane].1[seg][off..off + blocks * BLOCK];
+                let mut state = self.states.get(lane);
+                md5_asm::compress(&mut state, data.as_chunks::<BLOCK>().0);
+                self.states.set(lane, state);
+            } else {
+                // SAFETY: `shared()` made sure of AVX-512; every active
+                // lane points into a segment with at least `blocks` whole
+                // blocks left (segments are multiples of 64 bytes).
+                unsafe { avx512::compress(&mut self.states, &ptrs, active, blocks) };
+                m.md5_lane_slots.inc_by((LANES * blocks * BLOCK) as u64);
+                m.md5_bytes
+                    .inc_by((active.count_ones() as usize * blocks * BLOCK) as u64);
+            }
             for (lane, (_, off)) in at.iter_mut().enumerate() {
                 if active & (1 << lane) != 0 {
                     *off += blocks * BLOCK;
