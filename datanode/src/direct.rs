@@ -15,7 +15,6 @@
 //! Whether the data dir's file system takes `O_DIRECT` (tmpfs does not)
 //! is probed once when the datanode opens (`--direct-io false` skips it).
 
-use std::io;
 use std::path::Path;
 
 use bytes::{Bytes, BytesMut};
@@ -169,18 +168,6 @@ impl Staging {
             }
         }
         (writes, self.end)
-    }
-}
-
-/// `ftruncate(fd, len)`: cuts the zero padding of the last direct write.
-pub fn truncate(fd: &std::os::fd::OwnedFd, len: u64) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let len = libc::off_t::try_from(len).map_err(io::Error::other)?;
-    // SAFETY: a valid open fd; ftruncate reads no memory of ours.
-    if unsafe { libc::ftruncate(fd.as_raw_fd(), len) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }
 

@@ -4,6 +4,7 @@
 //! out. The file format is in `format`.
 
 use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -124,12 +125,13 @@ impl Datanode {
 
     /// Streams `body` into `fd` after the header slot, then writes the CRC
     /// table and the header; with `O_DIRECT` (`self.direct`) the same bytes
-    /// go in aligned batches and the file is cut back to its length.
+    /// go in aligned batches, and the length the file must be cut back to
+    /// (by the caller) comes back with the header.
     async fn write_file(
         &self,
         fd: &SharedFd,
         mut body: ByteStream,
-    ) -> Result<v1::Header, BlockError> {
+    ) -> Result<(v1::Header, Option<u64>), BlockError> {
         let mut sums = ChunkSums::default();
         let mut writes = if self.direct {
             Writes::Direct(direct::Staging::new(WRITE_BATCH_BYTES, HEADER_LEN as usize))
@@ -168,37 +170,7 @@ impl Datanode {
         while let Some(done) = inflight.next().await {
             done?;
         }
-        if let Some(len) = cut_to {
-            let fd = fd.clone();
-            blocking(move || direct::truncate(&fd, len)).await?;
-        }
-        Ok(header)
-    }
-
-    /// Writes the temporary file completely and durably; closes it.
-    async fn write_tmp(&self, tmp: &Path, body: ByteStream) -> Result<v1::Header, BlockError> {
-        let direct = if self.direct { libc::O_DIRECT } else { 0 };
-        let fd = self
-            .io
-            .open(
-                tmp,
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | direct,
-                0o644,
-            )
-            .await?;
-        let written = match self.write_file(&fd, body).await {
-            Ok(h) => self
-                .io
-                .fsync(&fd, true)
-                .await
-                .map(|_| h)
-                .map_err(BlockError::from),
-            Err(e) => Err(e),
-        };
-        let closed = self.io.close(fd).await;
-        let header = written?;
-        closed?;
-        Ok(header)
+        Ok((header, cut_to))
     }
 
     /// Free bytes of the blocks' file system (`None` if statvfs failed).
@@ -216,29 +188,65 @@ impl Datanode {
         self.reserve > 0 && available.is_some_and(|a| a < self.reserve)
     }
 
-    async fn check_space(&self) -> Result<(), BlockError> {
-        let free = self.available_bytes().await;
-        if self.is_full(free) {
-            return Err(BlockError::NoSpace(format!(
-                "{} bytes free, below the reserve of {} bytes",
-                free.unwrap_or(0),
-                self.reserve
-            )));
-        }
-        Ok(())
+    /// What a new block's file is opened with.
+    fn create_flags(&self) -> i32 {
+        let direct = if self.direct { libc::O_DIRECT } else { 0 };
+        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | direct
     }
+}
 
-    /// Makes a rename in `dir` durable (rename(2) alone is not: the
-    /// directory entry lives in the folder's own data).
-    async fn fsync_dir(&self, dir: &Path) -> io::Result<()> {
-        let fd = self
-            .io
-            .open(dir, libc::O_RDONLY | libc::O_DIRECTORY, 0)
-            .await?;
-        let synced = self.io.fsync(&fd, false).await;
-        self.io.close(fd).await?;
-        synced
+/// The first step of a block write, on a blocking thread: refuses the
+/// block below the space reserve, creates the block's folder if needed and
+/// opens the temporary file (`flags`).
+fn open_block_file(
+    root: &Path,
+    reserve: u64,
+    dir: &Path,
+    tmp: &Path,
+    flags: i32,
+) -> Result<OwnedFd, BlockError> {
+    if reserve > 0 {
+        if let Some(free) = godwit_common::disk::space(root).map(|s| s.available) {
+            if free < reserve {
+                return Err(BlockError::NoSpace(format!(
+                    "{free} bytes free, below the reserve of {reserve} bytes"
+                )));
+            }
+        }
     }
+    godwit_common::disk::create_dir_durable(dir)?;
+    let path = crate::io::cstring(tmp)?;
+    // SAFETY: `path` is a valid NUL-terminated string for the call.
+    let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644 as libc::c_uint) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error().into());
+    }
+    // SAFETY: `open` just returned this fd and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The last step of a block write, on a blocking thread, once every write
+/// has completed: cuts a direct-written file back to `cut_to` (the zero
+/// padding of its last write), fdatasyncs and closes it, renames it to
+/// `final_path` and fsyncs the folder (a rename alone is not durable: the
+/// name lives in the folder's own data). `Err((renamed, e))`: whether the
+/// failure came after the rename.
+fn seal_block_file(
+    file: std::fs::File,
+    cut_to: Option<u64>,
+    tmp: &Path,
+    final_path: &Path,
+    dir: &Path,
+) -> Result<(), (bool, io::Error)> {
+    if let Some(len) = cut_to {
+        file.set_len(len).map_err(|e| (false, e))?;
+    }
+    file.sync_data().map_err(|e| (false, e))?;
+    drop(file);
+    // A retried PUT of the same id replaces the block with identical
+    // content; rename is atomic either way.
+    std::fs::rename(tmp, final_path).map_err(|e| (false, e))?;
+    godwit_common::disk::sync_dir(dir).map_err(|e| (true, e))
 }
 
 #[async_trait]
@@ -252,29 +260,65 @@ impl BlockStore for Datanode {
         check_id(id)?;
         block_token::verify(&self.secret, id, BlockOp::Write, token)
             .map_err(|e| BlockError::Forbidden(e.into()))?;
-        self.check_space().await?;
+        // Besides its writes, a block costs two trips to a blocking thread
+        // (open, seal), each gathering the syscalls of its step: at a few
+        // hundred blocks a second the thread hand-offs cost more CPU than
+        // the syscalls (docs/BENCHMARKS.md §14f).
         let dir = self.layout.dir(id);
-        let d = dir.clone();
-        blocking(move || godwit_common::disk::create_dir_durable(&d)).await?;
         let tmp = dir.join(format!("{id}{TMP_INFIX}{:016x}", rand::random::<u64>()));
         let final_path = self.layout.path(id);
+        let opened = {
+            let root = self.layout.root().to_path_buf();
+            let (reserve, flags) = (self.reserve, self.create_flags());
+            let (dir, tmp) = (dir.clone(), tmp.clone());
+            tokio::task::spawn_blocking(move || open_block_file(&root, reserve, &dir, &tmp, flags))
+                .await
+                .map_err(|e| BlockError::from(io::Error::other(e)))
+        };
+        let fd: SharedFd = Arc::new(opened??);
         let mut guard = TempGuard(Some(tmp.clone()));
 
-        let header = match self.write_tmp(&tmp, body).await {
+        let (header, cut_to) = match self.write_file(&fd, body).await {
             Ok(h) => h,
             Err(e) => {
+                drop(fd);
                 guard.remove().await;
                 return Err(e);
             }
         };
-        // A retried PUT of the same id replaces the block with identical
-        // content; rename is atomic either way.
-        if let Err(e) = blocking(move || std::fs::rename(&tmp, &final_path)).await {
-            guard.remove().await;
+        // Every write has completed and the I/O backends let go of an fd
+        // before they answer, so this is its last reference; should one
+        // still be held, the file is sealed through a second fd.
+        let file = match Arc::try_unwrap(fd) {
+            Ok(fd) => std::fs::File::from(fd),
+            Err(shared) => {
+                drop(shared);
+                match std::fs::OpenOptions::new().write(true).open(&tmp) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        guard.remove().await;
+                        return Err(e.into());
+                    }
+                }
+            }
+        };
+        let sealed = {
+            let (tmp, final_path, dir) = (tmp.clone(), final_path, dir);
+            tokio::task::spawn_blocking(move || {
+                seal_block_file(file, cut_to, &tmp, &final_path, &dir)
+            })
+            .await
+            .unwrap_or_else(|e| Err((false, io::Error::other(e))))
+        };
+        if let Err((renamed, e)) = sealed {
+            if renamed {
+                guard.disarm();
+            } else {
+                guard.remove().await;
+            }
             return Err(e.into());
         }
         guard.disarm();
-        self.fsync_dir(&dir).await?;
         metrics::BYTES_WRITTEN.inc_by(header.data_len);
         Ok(BlockWritten {
             size: header.data_len,

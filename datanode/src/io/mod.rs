@@ -52,7 +52,7 @@ async fn recv<T>(rx: tokio::sync::oneshot::Receiver<io::Result<T>>) -> io::Resul
         .unwrap_or_else(|_| Err(io::Error::other("io_uring thread stopped")))
 }
 
-fn cstring(path: &Path) -> io::Result<std::ffi::CString> {
+pub(crate) fn cstring(path: &Path) -> io::Result<std::ffi::CString> {
     use std::os::unix::ffi::OsStrExt;
     std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
@@ -107,15 +107,6 @@ impl IoEngine {
             IoEngine::ThreadPool => threadpool::read(fd.clone(), buf, want, offset),
         };
         recv(rx)
-    }
-
-    /// `fdatasync` (`datasync`) or `fsync`.
-    pub async fn fsync(&self, fd: &SharedFd, datasync: bool) -> io::Result<()> {
-        let rx = match self {
-            IoEngine::Uring(u) => u.fsync(fd.clone(), datasync),
-            IoEngine::ThreadPool => threadpool::fsync(fd.clone(), datasync),
-        };
-        recv(rx).await
     }
 
     /// Closes the fd through the backend when this is the last reference;

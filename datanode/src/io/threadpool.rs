@@ -85,17 +85,3 @@ pub fn read(
         Ok(buf)
     })
 }
-
-pub fn fsync(fd: SharedFd, datasync: bool) -> oneshot::Receiver<io::Result<()>> {
-    run(move || {
-        // SAFETY: plain syscalls on an fd we hold open.
-        let r = unsafe {
-            if datasync {
-                libc::fdatasync(fd.as_raw_fd())
-            } else {
-                libc::fsync(fd.as_raw_fd())
-            }
-        };
-        cvt(r as isize).map(drop)
-    })
-}

@@ -51,11 +51,6 @@ enum Request {
         offset: u64,
         reply: Reply<Vec<u8>>,
     },
-    Fsync {
-        fd: SharedFd,
-        datasync: bool,
-        reply: Reply<()>,
-    },
     Close {
         fd: OwnedFd,
         reply: Reply<()>,
@@ -78,10 +73,6 @@ enum InFlight {
         _fd: SharedFd,
         buf: Vec<u8>,
         reply: Reply<Vec<u8>>,
-    },
-    Fsync {
-        _fd: SharedFd,
-        reply: Reply<()>,
     },
     Close {
         reply: Reply<()>,
@@ -107,7 +98,6 @@ impl UringEngine {
             (opcode::OpenAt::CODE, "openat"),
             (opcode::Writev::CODE, "writev"),
             (opcode::Read::CODE, "read"),
-            (opcode::Fsync::CODE, "fsync"),
             (opcode::Close::CODE, "close"),
         ] {
             if !probe.is_supported(code) {
@@ -197,16 +187,6 @@ impl UringEngine {
             buf,
             want,
             offset,
-            reply,
-        });
-        rx
-    }
-
-    pub fn fsync(&self, fd: SharedFd, datasync: bool) -> oneshot::Receiver<io::Result<()>> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Request::Fsync {
-            fd,
-            datasync,
             reply,
         });
         rx
@@ -302,21 +282,6 @@ fn prepare(req: Request) -> (io_uring::squeue::Entry, InFlight) {
                 },
             )
         }
-        Request::Fsync {
-            fd,
-            datasync,
-            reply,
-        } => {
-            let flags = if datasync {
-                types::FsyncFlags::DATASYNC
-            } else {
-                types::FsyncFlags::empty()
-            };
-            let sqe = opcode::Fsync::new(types::Fd(fd.as_raw_fd()))
-                .flags(flags)
-                .build();
-            (sqe, InFlight::Fsync { _fd: fd, reply })
-        }
         Request::Close { fd, reply } => {
             // The kernel now owns the fd; it is closed whatever the outcome.
             let sqe = opcode::Close::new(types::Fd(fd.into_raw_fd())).build();
@@ -331,18 +296,26 @@ fn complete(op: InFlight, res: i32) {
         InFlight::Open { reply, .. } => {
             let _ = reply.send(r.map(|fd| unsafe { OwnedFd::from_raw_fd(fd as RawFd) }));
         }
-        InFlight::Writev { reply, .. } => {
+        // The fd (and buffers) are let go before the answer, so the caller
+        // may hold the fd's last reference once it has it.
+        InFlight::Writev {
+            _fd, _bufs, reply, ..
+        } => {
+            drop((_fd, _bufs));
             let _ = reply.send(r);
         }
-        InFlight::Read { mut buf, reply, .. } => {
+        InFlight::Read {
+            _fd,
+            mut buf,
+            reply,
+            ..
+        } => {
+            drop(_fd);
             let _ = reply.send(r.map(|n| {
                 // SAFETY: the kernel initialized `n` bytes after the old end.
                 unsafe { buf.set_len(buf.len() + n) };
                 buf
             }));
-        }
-        InFlight::Fsync { reply, .. } => {
-            let _ = reply.send(r.map(drop));
         }
         InFlight::Close { reply } => {
             let _ = reply.send(r.map(drop));
@@ -460,10 +433,6 @@ fn abandon(op: InFlight) {
         }
         InFlight::Read { _fd, buf, reply } => {
             std::mem::forget((_fd, buf));
-            let _ = reply.send(err());
-        }
-        InFlight::Fsync { _fd, reply } => {
-            std::mem::forget(_fd);
             let _ = reply.send(err());
         }
         InFlight::Close { reply } => {
