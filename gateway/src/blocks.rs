@@ -105,10 +105,10 @@ pub async fn write_sealed(
     let size = Arc::new(AtomicU64::new(0));
     let max_size = target.max_size;
     let tapped = {
-        let (hashers, size) = (hashers.clone(), size.clone());
+        let (tap, ended, size) = (hashers.clone(), hashers.clone(), size.clone());
         body.map(move |chunk| {
             let chunk = chunk?;
-            if let Some((md5, sums)) = hashers.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            if let Some((md5, sums)) = tap.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
                 md5.update(&chunk);
                 sums.update(&chunk);
             }
@@ -119,6 +119,14 @@ pub async fn write_sealed(
             }
             Ok(chunk)
         })
+        // At the body's end (before the blocks' acks are awaited) the MD5's
+        // last blocks are queued, for the lanes to hash meanwhile.
+        .chain(futures::stream::poll_fn(move |_| {
+            if let Some((md5, _)) = ended.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                md5.end();
+            }
+            std::task::Poll::Ready(None)
+        }))
         .boxed()
     };
     let (stored, expected_len) = match seal {

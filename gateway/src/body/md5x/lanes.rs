@@ -22,6 +22,10 @@ const FORCE: usize = 512 * 1024;
 const ROUND_MAX: usize = 256 * 1024;
 /// ... and at least this much of those that have it.
 const ROUND_MIN: usize = 16 * 1024;
+/// Rounds one task hashes before it lets others take over: bounds how
+/// long one call holds its thread (a full round of 16 x 256 KiB takes
+/// about 0.5 ms).
+const ROUNDS_PER_CALL: usize = 4;
 
 pub struct Shared {
     queue: Mutex<Queue>,
@@ -49,6 +53,8 @@ struct Waiting {
     in_round: bool,
     /// Its last blocks (the padding) are queued.
     ending: bool,
+    /// ... and its digest is awaited: it needs a round now.
+    awaited: bool,
 }
 
 /// The gateway's queue, when this CPU has AVX-512.
@@ -78,6 +84,8 @@ pub struct Stream {
     /// The start of a block not complete yet.
     tail: [u8; BLOCK],
     tail_len: usize,
+    /// The padding is queued ([`Stream::end`]).
+    ended: bool,
 }
 
 impl Stream {
@@ -96,6 +104,7 @@ impl Stream {
             len: 0,
             tail: [0; BLOCK],
             tail_len: 0,
+            ended: false,
         }
     }
 
@@ -119,20 +128,32 @@ impl Stream {
         self.tail[..chunk.len()].copy_from_slice(&chunk);
         self.tail_len += chunk.len();
         if !blocks.is_empty() {
-            self.shared.enqueue(self.id, blocks, false);
+            self.shared.enqueue(self.id, blocks, None);
         }
     }
 
-    /// Queues the padding and waits for the round that hashes the last
-    /// blocks (hashing it here when no round is running).
-    pub async fn finish(self) -> [u8; 16] {
+    /// The body is complete: queues the padding. Its blocks are hashed
+    /// in the rounds other uploads start (an ended upload counts as ready)
+    /// until [`Stream::finish`] asks for them. Once only.
+    pub fn end(&mut self) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
         // RFC 1321, 3.1-3.2: 0x80, zeros to 56 mod 64, the bit length.
         let n = padded_len(self.tail_len);
         let mut last = vec![0; n];
         last[..self.tail_len].copy_from_slice(&self.tail[..self.tail_len]);
         last[self.tail_len] = 0x80;
         last[n - 8..].copy_from_slice(&self.len.wrapping_mul(8).to_le_bytes());
-        self.shared.enqueue(self.id, vec![Bytes::from(last)], true);
+        self.shared
+            .enqueue(self.id, vec![Bytes::from(last)], Some(false));
+    }
+
+    /// Ends the body if not done yet and waits for the round that hashes
+    /// its last blocks (hashing it here when no round is running).
+    pub async fn finish(mut self) -> [u8; 16] {
+        self.end();
+        self.shared.enqueue(self.id, Vec::new(), Some(true));
         loop {
             let round = self.shared.rounds.notified();
             tokio::pin!(round);
@@ -175,7 +196,9 @@ impl Shared {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn enqueue(&self, id: u64, blocks: Vec<Bytes>, ending: bool) {
+    /// Queues `blocks`; `ending`: they are the last (`Some`), and the
+    /// digest is awaited (`Some(true)`).
+    fn enqueue(&self, id: u64, blocks: Vec<Bytes>, ending: Option<bool>) {
         let start = {
             let mut queue = self.lock();
             let Some(waiting) = queue.uploads.get_mut(&id) else {
@@ -185,7 +208,8 @@ impl Shared {
                 waiting.len += b.len();
                 waiting.blocks.push_back(b);
             }
-            waiting.ending |= ending;
+            waiting.ending |= ending.is_some();
+            waiting.awaited |= ending == Some(true);
             queue.wants_round()
         };
         if start {
@@ -212,20 +236,24 @@ impl Shared {
         queue.uploads.remove(&id).map(|w| w.state)
     }
 
-    /// Hashes rounds while the queue wants them, unless another task is
-    /// already doing so (it will take what was queued meanwhile: it looks
-    /// again after letting go).
+    /// Hashes rounds while the queue wants them, at most
+    /// [`ROUNDS_PER_CALL`], unless another task is already doing so (it
+    /// will take what was queued meanwhile: it looks again after letting
+    /// go). Beyond the cap the rest is left to the next upload that pushes
+    /// or waits (waiting ones are woken after every round).
     fn combine(&self) {
-        loop {
+        let mut rounds = 0;
+        while rounds < ROUNDS_PER_CALL {
             if self.hashing.swap(true, Ordering::Acquire) {
                 return;
             }
             let hashing = Hashing(self);
-            loop {
+            while rounds < ROUNDS_PER_CALL {
                 let Some(mut round) = self.lock().take_round() else {
                     break;
                 };
                 round.hash();
+                rounds += 1;
                 self.lock().give_back(round);
                 self.rounds.notify_waiters();
             }
@@ -249,18 +277,19 @@ impl Drop for Hashing<'_> {
 }
 
 impl Queue {
-    /// An ending upload waits, one has [`FORCE`] waiting, or at least
-    /// half the lanes (or every upload, when fewer) have [`READY`].
+    /// An upload awaits its digest, one has [`FORCE`] waiting, or at
+    /// least half the lanes (or every upload, when fewer) are ready: have
+    /// [`READY`] waiting, or their last blocks.
     fn wants_round(&self) -> bool {
         let mut ready = 0;
         for w in self.uploads.values() {
             if w.in_round || w.len == 0 {
                 continue;
             }
-            if w.ending || w.len >= FORCE {
+            if w.awaited || w.len >= FORCE {
                 return true;
             }
-            if w.len >= READY {
+            if w.ending || w.len >= READY {
                 ready += 1;
             }
         }
@@ -271,14 +300,16 @@ impl Queue {
         if !self.wants_round() {
             return None;
         }
-        let mut picks: Vec<(u64, bool, usize)> = self
+        let mut picks: Vec<(u64, (bool, bool), usize)> = self
             .uploads
             .iter()
             .filter(|(_, w)| !w.in_round && w.len > 0)
-            .map(|(&id, w)| (id, w.ending, w.len))
+            .map(|(&id, w)| (id, (w.awaited, w.ending), w.len))
             .collect();
-        // Ending uploads first, then the longest queues.
-        picks.sort_unstable_by_key(|&(_, ending, len)| (!ending, std::cmp::Reverse(len)));
+        // Awaited uploads first, then ended ones, then the longest queues.
+        picks.sort_unstable_by_key(|&(_, (awaited, ending), len)| {
+            (!awaited, !ending, std::cmp::Reverse(len))
+        });
         picks.truncate(LANES);
         // Lanes run in step, so a round costs its longest lane's blocks in
         // every lane: it takes from each upload at most what the eighth

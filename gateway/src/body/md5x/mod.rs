@@ -7,8 +7,11 @@
 //! into a queue shared by the whole gateway; once enough uploads have
 //! data waiting, the task that pushed last hashes a round for all of them
 //! (flat combining: no hashing thread, no hand-off, and nobody blocks: a
-//! task that finds a round running leaves its data to it). An upload that
-//! ends hashes what it has left in the next round and waits for it.
+//! task that finds a round running leaves its data to it). An upload whose
+//! body ends queues its last blocks at once ([`Md5Stream::end`]), so the
+//! rounds others start can take them while it waits for its blocks' acks;
+//! when it asks for the digest, the next round takes what is left and it
+//! waits for that round.
 //!
 //! Without AVX-512 (or off x86-64) [`Md5Stream`] is `md-5`, inline.
 
@@ -52,6 +55,18 @@ impl Md5Stream {
         }
     }
 
+    /// The body is complete (optional; [`Md5Stream::finish`] implies it):
+    /// in lanes, its last blocks may be hashed by other uploads' rounds
+    /// while this one waits for something else, such as its blocks'
+    /// acks.
+    pub fn end(&mut self) {
+        match &mut self.0 {
+            Inner::Inline(_) => {}
+            #[cfg(target_arch = "x86_64")]
+            Inner::Lanes(s) => s.end(),
+        }
+    }
+
     pub async fn finish(self) -> [u8; 16] {
         match self.0 {
             Inner::Inline(h) => h.finalize().into(),
@@ -83,6 +98,14 @@ mod tests {
             md5.update(&body.slice(at..at + n));
             at += n;
             if rng.gen_ratio(1, 8) {
+                tokio::task::yield_now().await;
+            }
+        }
+        // Half the uploads end first and wait a little (as for their
+        // blocks' acks) before asking for the digest.
+        if rng.gen_ratio(1, 2) {
+            md5.end();
+            for _ in 0..rng.gen_range(0..4) {
                 tokio::task::yield_now().await;
             }
         }
