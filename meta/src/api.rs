@@ -16,7 +16,7 @@ use rocksdb::{IteratorMode, DB};
 
 use crate::command::{Command, Reply};
 use crate::listing;
-use crate::node::{random_id, upload_id, MetaNode};
+use crate::node::{block_id, random_id, upload_id, MetaNode};
 use crate::store::*;
 
 /// Most blocks one `allocate_blocks` call hands out.
@@ -467,7 +467,7 @@ impl MetaNode {
         let out: Vec<BlockAlloc> = placements
             .into_iter()
             .map(|nodes| {
-                let id = random_id();
+                let id = block_id();
                 let token = block_token::issue(&self.cfg.cluster_secret, &id, BlockOp::Write);
                 BlockAlloc {
                     id,

@@ -489,8 +489,69 @@ pub(crate) fn random_id() -> String {
     format!("{:032x}", rand::random::<u128>())
 }
 
+/// Consecutive block ids that share their first four hex chars: 64
+/// measured best of 1 (random ids), 16, 64 and 1024 (docs/BENCHMARKS.md
+/// §14f). Longer runs crowd the creates and GC's deletes of a stretch of
+/// time into one folder's inode group, where ext4 then searches longer
+/// for a free inode.
+const BLOCK_FOLDER_RUN: u32 = 64;
+
+/// Block ids: 32 lowercase hex chars, 112 random bits after a 16-bit
+/// prefix that runs of [`BLOCK_FOLDER_RUN`] consecutive ids share (then a
+/// new random one). A datanode files a block under `ab/cd/` from its
+/// first four chars, so a run lands in one folder: a new node creates
+/// (and fsyncs the parent of) one folder per run instead of one for
+/// nearly every block until all 65,536 exist. Over many runs the folders
+/// fill evenly, as with random ids.
+pub(crate) fn block_id() -> String {
+    static RUN: Mutex<(u16, u32)> = Mutex::new((0, 0));
+    let prefix = {
+        let mut run = RUN.lock().unwrap_or_else(|p| p.into_inner());
+        if run.1 == 0 {
+            *run = (rand::random(), BLOCK_FOLDER_RUN);
+        }
+        run.1 -= 1;
+        run.0
+    };
+    format!("{prefix:04x}{:028x}", rand::random::<u128>() >> 16)
+}
+
 /// Upload ids sort by initiation time (ListMultipartUploads lists a key's
 /// uploads oldest first), then 64 random bits.
 pub(crate) fn upload_id(now_ms: i64) -> String {
     format!("{:012x}{:016x}", now_ms as u64, rand::random::<u64>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_ids_share_their_folder_in_runs_and_stay_unique() {
+        let ids: Vec<String> = (0..16 * BLOCK_FOLDER_RUN).map(|_| block_id()).collect();
+        for id in &ids {
+            assert_eq!(id.len(), 32, "{id}");
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+                "{id}"
+            );
+        }
+        let unique: std::collections::HashSet<&String> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len());
+        // Random ids would change folder (first four chars) at nearly
+        // every step; runs change it about once per BLOCK_FOLDER_RUN
+        // (other tests allocating meanwhile may end a run early).
+        let changes = ids.windows(2).filter(|w| w[0][..4] != w[1][..4]).count();
+        assert!(
+            changes <= 16,
+            "{changes} folder changes in {} ids",
+            ids.len()
+        );
+        assert!(
+            changes >= 3,
+            "{changes} folder changes in {} ids",
+            ids.len()
+        );
+    }
 }
