@@ -21,7 +21,9 @@
 # overwritten blocks collected quickly or memory fills:
 #   DATA_ROOT=/dev/shm/ab SERVER_ARGS="--gc-grace-secs 5 --gc-interval-secs 5" ...
 # and each round's new objects dropped (FRESH_EACH_ROUND=1, below): a
-# 10 s 1 MiB PUT run leaves about 3.5 GB.
+# 10 s 1 MiB PUT run leaves about 3.5 GB. SEASONED=1 creates the
+# datanode's 65,536 block folders before each server starts (a fresh
+# data dir otherwise creates one for nearly every block it stores).
 DUR=${DUR:-10s}
 SIZE=${SIZE:-4KiB}
 NAME=${NAME:-strict}
@@ -54,6 +56,15 @@ start() {
   [ -x "$bin" ] || { log "no binary at $bin"; return 1; }
   rm -rf "$DATA_ROOT/$b"
   mkdir -p "$DATA_ROOT/$b"
+  # SEASONED=1: all 65,536 block folders exist beforehand, as on a
+  # datanode that has stored a few hundred thousand blocks.
+  if [ "${SEASONED:-0}" = 1 ]; then
+    local x
+    for x in $(printf '%02x ' $(seq 0 255)); do
+      mkdir -p "$DATA_ROOT/$b/datanode/blocks/$x"
+      (cd "$DATA_ROOT/$b/datanode/blocks/$x" && printf '%02x\0' $(seq 0 255) | xargs -0 mkdir)
+    done
+  fi
   "$bin" server --data-dir "$DATA_ROOT/$b" --s3-listen "${S3[$b]}" \
     --admin-listen "${ADMIN[$b]}" ${SERVER_ARGS:-} >"$OUT/server-$b.log" 2>&1 &
   PID[$b]=$!

@@ -26,10 +26,11 @@ s0=$(cpu_ticks "$SERVER_PID")
 c0=$(cpu_ticks "$client")
 b0=$(cpu_busy)
 t0=$(date +%s.%N)
-threads() { # tid comm ticks, for every server thread
+threads() { # tid comm ticks switches, for every server thread
   for t in /proc/"$SERVER_PID"/task/*; do
     awk -v t="${t##*/}" '{ sub(/^[0-9]+ \(/, ""); sub(/\) /, " "); split($0, f, " ")
-      print t, f[1], f[12] + f[13] }' "$t/stat" 2>/dev/null
+      printf "%s %s %s ", t, f[1], f[12] + f[13] }' "$t/stat" 2>/dev/null &&
+      awk '/ctxt_switches/ { n += $2 } END { print n + 0 }' "$t/status" 2>/dev/null
   done
 }
 threads >"$OUT/prof-$name.threads0"
@@ -46,9 +47,10 @@ awk -v s=$((s1 - s0)) -v c=$((c1 - c0)) -v b=$((b1 - b0)) -v hz="$hz" -v t0="$t0
   printf "cpu over %.1fs: server %.2f cores, client %.2f cores, other %.2f cores (of 2; perf adds a little to server)\n", w, s / hz / w, c / hz / w, (b - s - c) / hz / w }' |
   tee "$OUT/prof-$name.cpu"
 echo "server CPU by thread name (cores, summed over threads of that name):"
-awk -v hz="$hz" -v t0="$t0" -v t1="$t1" 'NR == FNR { a[$1] = $3; next }
+awk -v hz="$hz" -v t0="$t0" -v t1="$t1" 'NR == FNR { a[$1] = $3; b[$1] = $4; next }
   { n = $2; sub(/-[0-9]+$/, "", n); sub(/[0-9]+$/, "", n); d[n] += $3 - a[$1]; k[n]++ }
-  END { for (n in d) printf "  %-24s %5.2f  (%d threads)\n", n, d[n] / hz / (t1 - t0), k[n] }' \
+  { x[n] += $4 - b[$1] }
+  END { for (n in d) printf "  %-24s %5.2f  (%d threads, %.0f context switches/s)\n", n, d[n] / hz / (t1 - t0), k[n], x[n] / (t1 - t0) }' \
   "$OUT/prof-$name.threads0" "$OUT/prof-$name.threads1" | sort -k2 -nr | head -8 | tee "$OUT/prof-$name.bythread"
 echo "hottest symbols (self time):"
 perf report -i "$OUT/prof-$name.perf" --no-children --sort dso,symbol --percent-limit 1.5 \
