@@ -20,6 +20,7 @@
 //! - `metrics`: Prometheus gauges and counters.
 
 mod direct;
+mod dirsync;
 pub mod format;
 mod gc;
 mod heartbeat;

@@ -35,6 +35,18 @@ pub static IO_BACKEND: LazyLock<IntGaugeVec> = LazyLock::new(|| {
     )
 });
 
+/// Folder fsyncs run after block renames; fewer than blocks written when
+/// concurrent renames into one folder share them (`dirsync`).
+pub static FOLDER_FSYNCS: LazyLock<IntCounter> = LazyLock::new(|| {
+    register(
+        IntCounter::new(
+            "godwit_datanode_folder_fsyncs_total",
+            "Folder fsyncs that made block renames durable (one may serve several renames)",
+        )
+        .expect("valid metric"),
+    )
+});
+
 pub static BYTES_WRITTEN: LazyLock<IntCounter> = LazyLock::new(|| {
     register(
         IntCounter::new(

@@ -18,17 +18,20 @@ use godwit_common::cluster::ClusterSecret;
 use godwit_common::{BlockError, BlockStore, ByteStream};
 
 use crate::direct;
+use crate::dirsync::DirSyncs;
 use crate::format::{check_id, v1, Layout, CHUNK_SIZE, HEADER_LEN, TMP_INFIX};
 use crate::io::{IoEngine, SharedFd};
 use crate::metrics;
 
-/// A write is sent to the disk once this many body bytes have gathered.
-const WRITE_BATCH_BYTES: usize = 256 * 1024;
+/// A write is sent to the disk once this many file bytes have gathered: a
+/// block file of up to 1 MiB of data (with its 32-byte header and CRC
+/// table) fits in one, and is written in one trip to a blocking thread.
+const WRITE_BATCH_BYTES: usize = (1 << 20) + direct::ALIGN;
 /// ... or once this many body frames have (one iovec each; IOV_MAX is 1024).
-const MAX_IOVECS: usize = 64;
+const MAX_IOVECS: usize = 256;
 /// Writes of one block in flight at once: bounds a PUT's memory to about
 /// `(MAX_WRITES_IN_FLIGHT + 1) * WRITE_BATCH_BYTES`.
-const MAX_WRITES_IN_FLIGHT: usize = 4;
+const MAX_WRITES_IN_FLIGHT: usize = 2;
 /// Chunks read (and verified) per read operation: 256 KiB.
 const READ_BATCH_CHUNKS: u64 = 4;
 /// Verified pieces a reader may prepare ahead of its consumer.
@@ -64,6 +67,8 @@ pub struct Datanode {
     pub(crate) io: IoEngine,
     /// Block files are written with `O_DIRECT` (`direct`).
     direct: bool,
+    /// Folder fsyncs shared by concurrent renames into one folder.
+    dir_syncs: Arc<DirSyncs>,
 }
 
 impl Datanode {
@@ -92,6 +97,7 @@ impl Datanode {
             reserve: cfg.reserve_bytes,
             io,
             direct,
+            dir_syncs: Arc::default(),
         }))
     }
 
@@ -123,26 +129,37 @@ impl Datanode {
         &self.layout
     }
 
-    /// Streams `body` into `fd` after the header slot, then writes the CRC
-    /// table and the header; with `O_DIRECT` (`self.direct`) the same bytes
-    /// go in aligned batches, and the length the file must be cut back to
-    /// (by the caller) comes back with the header.
+    /// How this datanode turns a block's bytes into file writes.
+    fn block_file(&self) -> BlockFile {
+        BlockFile {
+            sums: ChunkSums::default(),
+            writes: if self.direct {
+                Writes::Direct(direct::Staging::new(WRITE_BATCH_BYTES, HEADER_LEN as usize))
+            } else {
+                Writes::Buffered {
+                    batch: Vec::new(),
+                    len: 0,
+                    off: HEADER_LEN,
+                }
+            },
+        }
+    }
+
+    /// Streams the rest of `body` into `fd` after `ready` (the writes the
+    /// first batch made), then writes the CRC table and the header; with
+    /// `O_DIRECT` the length the file must be cut back to (by the caller)
+    /// comes back with the header.
     async fn write_file(
         &self,
         fd: &SharedFd,
+        mut file: BlockFile,
+        ready: FileWrites,
         mut body: ByteStream,
     ) -> Result<(v1::Header, Option<u64>), BlockError> {
-        let mut sums = ChunkSums::default();
-        let mut writes = if self.direct {
-            Writes::Direct(direct::Staging::new(WRITE_BATCH_BYTES, HEADER_LEN as usize))
-        } else {
-            Writes::Buffered {
-                batch: Vec::new(),
-                len: 0,
-                off: HEADER_LEN,
-            }
-        };
-        let mut inflight = FuturesUnordered::new();
+        let mut inflight: FuturesUnordered<_> = ready
+            .into_iter()
+            .map(|(off, bufs)| self.io.write_all_at(fd, bufs, off))
+            .collect();
         loop {
             tokio::select! {
                 // Finish writes first: errors surface early and memory stays bounded.
@@ -150,20 +167,11 @@ impl Datanode {
                 Some(done) = inflight.next(), if !inflight.is_empty() => done?,
                 item = body.next(), if inflight.len() < MAX_WRITES_IN_FLIGHT => {
                     let Some(item) = item else { break };
-                    let bytes = item.map_err(|e| BlockError::BadRequest(format!("request body failed: {e}")))?;
-                    sums.update(&bytes);
-                    writes.push(bytes, |off, bufs| inflight.push(self.io.write_all_at(fd, bufs, off)));
+                    file.push(body_bytes(item)?, |off, bufs| inflight.push(self.io.write_all_at(fd, bufs, off)));
                 }
             }
         }
-        let (table, crc32c) = sums.finish();
-        let header = v1::Header {
-            chunk_size: CHUNK_SIZE,
-            data_len: sums.len,
-            crc32c,
-        };
-        let table: Vec<u8> = table.iter().flat_map(|c| c.to_le_bytes()).collect();
-        let (last, cut_to) = writes.finish(Bytes::from(table), &header);
+        let (header, last, cut_to) = file.finish();
         for (off, bufs) in last {
             inflight.push(self.io.write_all_at(fd, bufs, off));
         }
@@ -185,7 +193,7 @@ impl Datanode {
 
     /// Below the reserve: true, and a new block is refused.
     pub fn is_full(&self, available: Option<u64>) -> bool {
-        self.reserve > 0 && available.is_some_and(|a| a < self.reserve)
+        below_reserve(self.reserve, available)
     }
 
     /// What a new block's file is opened with.
@@ -195,27 +203,39 @@ impl Datanode {
     }
 }
 
+/// Where a block's file is written: `tmp` in `dir`, renamed to `path`.
+struct BlockPaths {
+    dir: PathBuf,
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+/// Free bytes `available` below the reserve (0: none kept): a new block is
+/// refused and heartbeats say `full`.
+fn below_reserve(reserve: u64, available: Option<u64>) -> bool {
+    reserve > 0 && available.is_some_and(|a| a < reserve)
+}
+
 /// The first step of a block write, on a blocking thread: refuses the
 /// block below the space reserve, creates the block's folder if needed and
 /// opens the temporary file (`flags`).
 fn open_block_file(
     root: &Path,
     reserve: u64,
-    dir: &Path,
-    tmp: &Path,
+    paths: &BlockPaths,
     flags: i32,
 ) -> Result<OwnedFd, BlockError> {
     if reserve > 0 {
-        if let Some(free) = godwit_common::disk::space(root).map(|s| s.available) {
-            if free < reserve {
-                return Err(BlockError::NoSpace(format!(
-                    "{free} bytes free, below the reserve of {reserve} bytes"
-                )));
-            }
+        let available = godwit_common::disk::space(root).map(|s| s.available);
+        if below_reserve(reserve, available) {
+            return Err(BlockError::NoSpace(format!(
+                "{} bytes free, below the reserve of {reserve} bytes",
+                available.unwrap_or_default()
+            )));
         }
     }
-    godwit_common::disk::create_dir_durable(dir)?;
-    let path = crate::io::cstring(tmp)?;
+    godwit_common::disk::create_dir_durable(&paths.dir)?;
+    let path = crate::io::cstring(&paths.tmp)?;
     // SAFETY: `path` is a valid NUL-terminated string for the call.
     let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644 as libc::c_uint) };
     if fd < 0 {
@@ -227,17 +247,30 @@ fn open_block_file(
 
 /// The last step of a block write, on a blocking thread, once every write
 /// has completed: cuts a direct-written file back to `cut_to` (the zero
-/// padding of its last write), fdatasyncs and closes it, renames it to
-/// `final_path` and fsyncs the folder (a rename alone is not durable: the
-/// name lives in the folder's own data). `Err((renamed, e))`: whether the
-/// failure came after the rename.
+/// padding of its last write), fdatasyncs and closes it, renames it into
+/// place and fsyncs the folder (a rename alone is not durable: the name
+/// lives in the folder's own data; concurrent renames into one folder share
+/// an fsync, `dirsync`). `Err((renamed, e))`: whether the failure came
+/// after the rename.
 fn seal_block_file(
-    file: std::fs::File,
+    fd: SharedFd,
     cut_to: Option<u64>,
-    tmp: &Path,
-    final_path: &Path,
-    dir: &Path,
+    paths: &BlockPaths,
+    dir_syncs: &DirSyncs,
 ) -> Result<(), (bool, io::Error)> {
+    // The I/O backends let go of an fd before they answer, so once every
+    // write has completed this is its last reference; should one still be
+    // held, the file is sealed through a second fd.
+    let file = match Arc::try_unwrap(fd) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(shared) => {
+            drop(shared);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&paths.tmp)
+                .map_err(|e| (false, e))?
+        }
+    };
     if let Some(len) = cut_to {
         file.set_len(len).map_err(|e| (false, e))?;
     }
@@ -245,8 +278,43 @@ fn seal_block_file(
     drop(file);
     // A retried PUT of the same id replaces the block with identical
     // content; rename is atomic either way.
-    std::fs::rename(tmp, final_path).map_err(|e| (false, e))?;
-    godwit_common::disk::sync_dir(dir).map_err(|e| (true, e))
+    std::fs::rename(&paths.tmp, &paths.path).map_err(|e| (false, e))?;
+    dir_syncs.sync(&paths.dir).map_err(|e| (true, e))
+}
+
+/// A block whose file fits in one batch, written in one trip to a blocking
+/// thread: open, the writes, seal. On an error before the rename the
+/// temporary file is removed here; a cancelled PUT cannot leave one (the
+/// trip runs to its end).
+fn write_block_file(
+    root: &Path,
+    reserve: u64,
+    flags: i32,
+    paths: &BlockPaths,
+    dir_syncs: &DirSyncs,
+    writes: FileWrites,
+    cut_to: Option<u64>,
+) -> Result<(), BlockError> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::from(open_block_file(root, reserve, paths, flags)?);
+    let written = writes.iter().try_for_each(|(off, bufs)| {
+        let mut off = *off;
+        bufs.iter().try_for_each(|b| {
+            file.write_all_at(b, off)?;
+            off += b.len() as u64;
+            Ok::<_, io::Error>(())
+        })
+    });
+    let sealed = match written {
+        Ok(()) => seal_block_file(Arc::new(OwnedFd::from(file)), cut_to, paths, dir_syncs),
+        Err(e) => Err((false, e)),
+    };
+    sealed.map_err(|(renamed, e)| {
+        if !renamed {
+            let _ = std::fs::remove_file(&paths.tmp);
+        }
+        e.into()
+    })
 }
 
 #[async_trait]
@@ -255,30 +323,59 @@ impl BlockStore for Datanode {
         &self,
         id: &str,
         token: &str,
-        body: ByteStream,
+        mut body: ByteStream,
     ) -> Result<BlockWritten, BlockError> {
         check_id(id)?;
         block_token::verify(&self.secret, id, BlockOp::Write, token)
             .map_err(|e| BlockError::Forbidden(e.into()))?;
-        // Besides its writes, a block costs two trips to a blocking thread
-        // (open, seal), each gathering the syscalls of its step: at a few
-        // hundred blocks a second the thread hand-offs cost more CPU than
-        // the syscalls (docs/BENCHMARKS.md §14f).
         let dir = self.layout.dir(id);
-        let tmp = dir.join(format!("{id}{TMP_INFIX}{:016x}", rand::random::<u64>()));
-        let final_path = self.layout.path(id);
+        let paths = Arc::new(BlockPaths {
+            tmp: dir.join(format!("{id}{TMP_INFIX}{:016x}", rand::random::<u64>())),
+            path: self.layout.path(id),
+            dir,
+        });
+        // Besides its data writes, a block costs two trips to a blocking
+        // thread (open, seal), each gathering the syscalls of its step; a
+        // block whose file fits in the first batch (up to 1 MiB of data)
+        // costs one trip in all. At a few hundred blocks a second the
+        // thread hand-offs cost more CPU than the syscalls
+        // (docs/BENCHMARKS.md §14f, §14g).
+        let mut file = self.block_file();
+        let mut ready = Vec::new();
+        while ready.is_empty() {
+            let Some(item) = body.next().await else { break };
+            file.push(body_bytes(item)?, |off, bufs| ready.push((off, bufs)));
+        }
+        let (root, reserve, flags, dir_syncs) = (
+            self.layout.root().to_path_buf(),
+            self.reserve,
+            self.create_flags(),
+            self.dir_syncs.clone(),
+        );
+        if ready.is_empty() {
+            let (header, writes, cut_to) = file.finish();
+            let paths = paths.clone();
+            tokio::task::spawn_blocking(move || {
+                write_block_file(&root, reserve, flags, &paths, &dir_syncs, writes, cut_to)
+            })
+            .await
+            .map_err(|e| BlockError::from(io::Error::other(e)))??;
+            metrics::BYTES_WRITTEN.inc_by(header.data_len);
+            return Ok(BlockWritten {
+                size: header.data_len,
+                crc32c: header.crc32c,
+            });
+        }
+
         let opened = {
-            let root = self.layout.root().to_path_buf();
-            let (reserve, flags) = (self.reserve, self.create_flags());
-            let (dir, tmp) = (dir.clone(), tmp.clone());
-            tokio::task::spawn_blocking(move || open_block_file(&root, reserve, &dir, &tmp, flags))
+            let paths = paths.clone();
+            tokio::task::spawn_blocking(move || open_block_file(&root, reserve, &paths, flags))
                 .await
                 .map_err(|e| BlockError::from(io::Error::other(e)))
         };
         let fd: SharedFd = Arc::new(opened??);
-        let mut guard = TempGuard(Some(tmp.clone()));
-
-        let (header, cut_to) = match self.write_file(&fd, body).await {
+        let mut guard = TempGuard(Some(paths.tmp.clone()));
+        let (header, cut_to) = match self.write_file(&fd, file, ready, body).await {
             Ok(h) => h,
             Err(e) => {
                 drop(fd);
@@ -286,29 +383,11 @@ impl BlockStore for Datanode {
                 return Err(e);
             }
         };
-        // Every write has completed and the I/O backends let go of an fd
-        // before they answer, so this is its last reference; should one
-        // still be held, the file is sealed through a second fd.
-        let file = match Arc::try_unwrap(fd) {
-            Ok(fd) => std::fs::File::from(fd),
-            Err(shared) => {
-                drop(shared);
-                match std::fs::OpenOptions::new().write(true).open(&tmp) {
-                    Ok(f) => f,
-                    Err(e) => {
-                        guard.remove().await;
-                        return Err(e.into());
-                    }
-                }
-            }
-        };
         let sealed = {
-            let (tmp, final_path, dir) = (tmp.clone(), final_path, dir);
-            tokio::task::spawn_blocking(move || {
-                seal_block_file(file, cut_to, &tmp, &final_path, &dir)
-            })
-            .await
-            .unwrap_or_else(|e| Err((false, io::Error::other(e))))
+            let paths = paths.clone();
+            tokio::task::spawn_blocking(move || seal_block_file(fd, cut_to, &paths, &dir_syncs))
+                .await
+                .unwrap_or_else(|e| Err((false, io::Error::other(e))))
         };
         if let Err((renamed, e)) = sealed {
             if renamed {
@@ -460,6 +539,43 @@ impl Drop for TempGuard {
     }
 }
 
+/// File writes: each an offset and the buffers to write there.
+type FileWrites = Vec<(u64, Vec<Bytes>)>;
+
+/// A block file as its body arrives: the CRC sums and the writes.
+struct BlockFile {
+    sums: ChunkSums,
+    writes: Writes,
+}
+
+impl BlockFile {
+    /// Takes body bytes; `write(offset, buffers)` for each write ready.
+    fn push(&mut self, bytes: Bytes, write: impl FnMut(u64, Vec<Bytes>)) {
+        self.sums.update(&bytes);
+        self.writes.push(bytes, write);
+    }
+
+    /// The header, the last writes (the rest of the body, the CRC table,
+    /// the header) and the length to cut the file to when the last write
+    /// was padded.
+    fn finish(mut self) -> (v1::Header, FileWrites, Option<u64>) {
+        let (table, crc32c) = self.sums.finish();
+        let header = v1::Header {
+            chunk_size: CHUNK_SIZE,
+            data_len: self.sums.len,
+            crc32c,
+        };
+        let table: Vec<u8> = table.iter().flat_map(|c| c.to_le_bytes()).collect();
+        let (last, cut_to) = self.writes.finish(Bytes::from(table), &header);
+        (header, last, cut_to)
+    }
+}
+
+/// A body frame, or the error that ends the PUT.
+fn body_bytes(item: io::Result<Bytes>) -> Result<Bytes, BlockError> {
+    item.map_err(|e| BlockError::BadRequest(format!("request body failed: {e}")))
+}
+
 /// How a block file's bytes become writes: through the page cache, the
 /// body's frames as they come (up to `WRITE_BATCH_BYTES` or `MAX_IOVECS`
 /// per write); or for an `O_DIRECT` fd, copied into aligned batches.
@@ -495,7 +611,7 @@ impl Writes {
 
     /// The last writes (the rest of the body, the CRC table, the header)
     /// and the length to cut the file to when the last write was padded.
-    fn finish(self, table: Bytes, header: &v1::Header) -> (Vec<(u64, Vec<Bytes>)>, Option<u64>) {
+    fn finish(self, table: Bytes, header: &v1::Header) -> (FileWrites, Option<u64>) {
         let encoded = header.encode();
         let mut last = Vec::with_capacity(3);
         match self {

@@ -76,7 +76,20 @@ async fn direct_and_buffered_agree(force_threadpool: bool) {
     let sizes = SIZES
         .iter()
         .copied()
-        .chain([4064, 4065, 262_112, 262_113, 1 << 20]);
+        // Around a page, the old 256 KiB batch, and a file of exactly one
+        // batch (1 MiB + 4 KiB: larger files are streamed, smaller ones
+        // written in one trip), then a whole default block.
+        .chain([
+            4064,
+            4065,
+            262_112,
+            262_113,
+            1 << 20,
+            1_052_639,
+            1_052_640,
+            1_052_641,
+            4 << 20,
+        ]);
     for (i, size) in sizes.enumerate() {
         let id = id(i as u64 + 100);
         let want = data(size, i as u64);
@@ -241,11 +254,19 @@ async fn missing_block_is_not_found_and_delete_is_idempotent() {
     dn.delete_block(&id).await.unwrap();
 }
 
+/// A body that fails, after more than one batch (the file is streamed) or
+/// within the first (nothing was opened yet), leaves no file.
 async fn failing_body_leaves_nothing(force_threadpool: bool) {
+    for size in [3 * 1024 * 1024, 300_000] {
+        failing_body_of_size_leaves_nothing(force_threadpool, size).await;
+    }
+}
+
+async fn failing_body_of_size_leaves_nothing(force_threadpool: bool, size: usize) {
     let dir = tempfile::tempdir().unwrap();
     let dn = open(dir.path(), force_threadpool).await;
     let id = id(9);
-    let good = data(3 * 1024 * 1024, 9);
+    let good = data(size, 9);
     let pieces: Vec<std::io::Result<Bytes>> = good
         .chunks(100_000)
         .map(|c| Ok(Bytes::copy_from_slice(c)))
@@ -282,7 +303,9 @@ async fn abandoned_put_leaves_no_temp_file() {
     let dir = tempfile::tempdir().unwrap();
     let dn = open(dir.path(), false).await;
     let id = id(10);
-    let first = Bytes::from(data(1024 * 1024, 10));
+    // More than one write batch, so the temporary file is opened before
+    // the body ends (a block within one batch opens its file only then).
+    let first = Bytes::from(data(2 * 1024 * 1024, 10));
     let body: godwit_common::ByteStream =
         Box::pin(futures::stream::iter([Ok(first)]).chain(futures::stream::pending()));
     let dn2 = dn.clone();
