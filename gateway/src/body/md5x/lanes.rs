@@ -128,7 +128,7 @@ impl Stream {
         self.tail[..chunk.len()].copy_from_slice(&chunk);
         self.tail_len += chunk.len();
         if !blocks.is_empty() {
-            self.shared.enqueue(self.id, blocks, None);
+            self.shared.enqueue(self.id, blocks, Tail::More);
         }
     }
 
@@ -146,14 +146,14 @@ impl Stream {
         last[self.tail_len] = 0x80;
         last[n - 8..].copy_from_slice(&self.len.wrapping_mul(8).to_le_bytes());
         self.shared
-            .enqueue(self.id, vec![Bytes::from(last)], Some(false));
+            .enqueue(self.id, vec![Bytes::from(last)], Tail::Ended);
     }
 
     /// Ends the body if not done yet and waits for the round that hashes
     /// its last blocks (hashing it here when no round is running).
     pub async fn finish(mut self) -> [u8; 16] {
         self.end();
-        self.shared.enqueue(self.id, Vec::new(), Some(true));
+        self.shared.enqueue(self.id, Vec::new(), Tail::Awaited);
         loop {
             let round = self.shared.rounds.notified();
             tokio::pin!(round);
@@ -191,14 +191,24 @@ impl Drop for Stream {
     }
 }
 
+/// Where an upload is when it queues blocks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tail {
+    /// More blocks may follow.
+    More,
+    /// These are the last; the digest is not asked for yet.
+    Ended,
+    /// The digest is awaited.
+    Awaited,
+}
+
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues `blocks`; `ending`: they are the last (`Some`), and the
-    /// digest is awaited (`Some(true)`).
-    fn enqueue(&self, id: u64, blocks: Vec<Bytes>, ending: Option<bool>) {
+    /// Queues `blocks`, and what `tail` says of the upload's end.
+    fn enqueue(&self, id: u64, blocks: Vec<Bytes>, tail: Tail) {
         let start = {
             let mut queue = self.lock();
             let Some(waiting) = queue.uploads.get_mut(&id) else {
@@ -208,8 +218,8 @@ impl Shared {
                 waiting.len += b.len();
                 waiting.blocks.push_back(b);
             }
-            waiting.ending |= ending.is_some();
-            waiting.awaited |= ending == Some(true);
+            waiting.ending |= tail != Tail::More;
+            waiting.awaited |= tail == Tail::Awaited;
             queue.wants_round()
         };
         if start {
