@@ -84,6 +84,18 @@ stop_all() {
 }
 trap stop_all EXIT
 
+# On ext4 without a journal (this machine's disk) a file create skips
+# every inode deleted in the last 30 s: a round started right after the
+# last round's thousands of block files were deleted pays for the
+# harness's own clean-up in both builds' PUTs (docs/BENCHMARKS.md §14g).
+# So after deleting data dirs on a disk, wait those 30 s.
+quiet_after_delete() {
+  if [ "$(stat -f -c %T "$DATA_ROOT" 2>/dev/null)" != tmpfs ]; then
+    log "waiting 31 s after deleting data dirs (ext4 without a journal: recently deleted inodes)"
+    sleep 31
+  fi
+}
+
 # use BUILD: point lib.sh's helpers (gbench's endpoint, server_ticks) at it.
 use() {
   E=http://${S3[$1]}
@@ -132,6 +144,10 @@ for round in $(seq "$ROUNDS"); do
     for b in base new; do
       kill "${PID[$b]}"
       wait "${PID[$b]}" 2>/dev/null || true
+      rm -rf "${DATA_ROOT:?}/$b"
+    done
+    quiet_after_delete
+    for b in base new; do
       start "$b"
     done
     fill
