@@ -168,12 +168,12 @@ async fn a_stalled_upload_is_cut_and_leaves_no_object_and_no_temp_file() {
     let s = server(short_limits()).await;
     assert_eq!(s.s3().put("/stall", Vec::new()).await.status(), 200);
 
-    // Promise 4 MiB, send 300 KiB (past the inline threshold: a block
-    // write is open on the datanode), then nothing.
+    // Promise 4 MiB, send 2 MiB (past the datanode's first write batch of
+    // 1 MiB + 4 KiB: the block's temporary file is open), then nothing.
     let mut conn = TcpStream::connect(s.h.s3_addr).await.unwrap();
     let head = signed_head("PUT", s.h.s3_addr, "/stall/obj", 4 << 20);
     conn.write_all(head.as_bytes()).await.unwrap();
-    conn.write_all(&pattern(300 << 10, 3)).await.unwrap();
+    conn.write_all(&pattern(2 << 20, 3)).await.unwrap();
     wait_for("the block write's temporary file", || {
         temp_files(s.dir.path()) > 0
     })
