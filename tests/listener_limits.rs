@@ -46,7 +46,9 @@ async fn server(net: NetArgs) -> Server {
         net,
         storage: StorageArgs {
             inline_threshold: None,
-            block_size: Some(1 << 20),
+            // Larger than the datanode's first write batch (1 MiB + 4 KiB),
+            // so that a stalled upload's block has its temporary file open.
+            block_size: Some(4 << 20),
             min_part_size: None,
             gc_grace_secs: None,
             gc_interval_secs: None,
