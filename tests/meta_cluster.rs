@@ -441,6 +441,28 @@ fn signal(p: &Proc, sig: i32) {
     assert_eq!(unsafe { libc::kill(p.child.id() as i32, sig) }, 0);
 }
 
+/// Waits until every thread of `p` is stopped (state `T` in
+/// `/proc/<pid>/task/*/stat`): `kill` returns before a running thread
+/// reaches the point where it stops, and a request could slip in between.
+async fn wait_stopped(p: &Proc) {
+    let task_dir = format!("/proc/{}/task", p.child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let all_stopped = std::fs::read_dir(&task_dir).unwrap().flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat")).is_ok_and(|stat| {
+                // The state follows the command name's closing parenthesis.
+                stat.rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+            })
+        });
+        if all_stopped {
+            return;
+        }
+        assert!(Instant::now() < deadline, "meta process never stopped");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stopped_leader_serves_no_stale_reads() {
     let dir = tempfile::tempdir().unwrap();
@@ -482,6 +504,7 @@ async fn stopped_leader_serves_no_stale_reads() {
 
     // Stop the leader: it answers nothing, the other two elect and serve.
     signal(&metas[(old - 1) as usize], libc::SIGSTOP);
+    wait_stopped(&metas[(old - 1) as usize]).await;
     let stopped_read = get_body(&b, "/stale/k").await;
     assert!(
         stopped_read.is_err(),
