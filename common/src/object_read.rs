@@ -5,7 +5,7 @@
 //! the first replica that answers; a replica that fails midway is replaced
 //! by the next one from the same offset (blocks are immutable).
 //!
-//! Deadlines (DESIGN invariant 10): a replica that does not start
+//! Deadlines (docs/architecture.md, invariant 10): a replica that does not start
 //! answering, or sends nothing for the router's I/O deadline while we wait
 //! for its next bytes, is abandoned the same way and its node reported
 //! slow; replicas on nodes already suspect are tried last. Time the

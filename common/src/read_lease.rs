@@ -1,5 +1,5 @@
-//! Read leases (DESIGN invariant 9: GC collects no block an open reader
-//! names).
+//! Read leases (docs/architecture.md, invariant 9: GC collects no block an
+//! open reader names).
 //!
 //! A version deleted or overwritten while a GET streams it loses its
 //! blocks' references; GC then waits the grace period, counted from that

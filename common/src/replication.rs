@@ -2,7 +2,7 @@
 //! the gateway (the S3 replication API, replica writes) and the
 //! `replication` worker (leases tasks, talks to remotes).
 //!
-//! The queue is a transactional outbox (DESIGN.md invariant 5): the Raft
+//! The queue is a transactional outbox (docs/architecture.md, invariant 5): the Raft
 //! entry that commits a mutation appends its tasks in the same rocksdb
 //! write batch; workers lease them, and a task leaves the queue only when
 //! its outcome is acknowledged.
@@ -101,8 +101,9 @@ pub struct ReplicationRule {
 }
 
 /// What an OSS replication rule carries beyond the shared fields
-/// (PROTOCOLS.md §B). An OSS rule may replicate between two unversioned
-/// buckets, which S3 forbids.
+/// (Alibaba Cloud OSS API: PutBucketReplication; docs/compatibility.md,
+/// "OSS replication API"). An OSS rule may replicate between two
+/// unversioned buckets, which S3 forbids.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct OssRuleInfo {
     /// `Destination/Location` as the client wrote it (`oss-<remote>`).

@@ -754,7 +754,7 @@ pub struct BlockAlloc {
     /// copies later.
     #[serde(default)]
     pub write_quorum: usize,
-    /// The block's intent (DESIGN invariant 9) lives this long unless the
+    /// The block's intent (docs/architecture.md, invariant 9) lives this long unless the
     /// writer renews it (`BlockMeta::renew_intents`); a commit naming a block
     /// whose intent expired is refused. 0: the allocator records no intent.
     #[serde(default)]

@@ -1,7 +1,8 @@
 //! Block files written with `O_DIRECT`: the body goes from aligned
 //! buffers straight to the disk, without a copy into the page cache and a
 //! writeback at `fdatasync` (a 1 MiB block cost 0.4-0.5 ms of kernel CPU
-//! written buffered against 0.2 ms direct here; docs/BENCHMARKS.md §14c).
+//! written buffered against 0.2 ms direct here; docs/benchmarks-history.md
+//! §3.1).
 //!
 //! `O_DIRECT` wants file offsets, lengths and buffer addresses aligned to
 //! the device's block; [`ALIGN`] (4 KiB) suits every common one. The file

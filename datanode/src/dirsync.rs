@@ -5,7 +5,7 @@
 //! concurrent PUTs of a busy datanode mostly rename into the same folder,
 //! and one fsync serves every rename that finished while the previous one
 //! ran. Each fsync of a folder costs a write of the folder and a flush of
-//! the disk's cache (docs/BENCHMARKS.md §14g).
+//! the disk's cache (docs/benchmarks-history.md §3.4).
 //!
 //! Blocking: called on the blocking pool, as the rest of a block's seal.
 

@@ -1,12 +1,12 @@
-//! Block garbage collection (DESIGN invariant 1: blocks no committed object
-//! names are removed after a grace period).
+//! Block garbage collection (docs/architecture.md, invariant 1: blocks no
+//! committed object names are removed after a grace period).
 //!
 //! A walk of the block folders finds files whose mtime is older than the
 //! grace period, asks meta in batches which of them nothing references or
 //! are placed on other nodes (`stray_blocks`: copies repair replaced), and
 //! deletes those. Meta keeps every block a writer holds an intent on or a
 //! reader leases, and counts the grace from the moment a block lost its
-//! last reference (DESIGN invariant 9); the file's own age is a second,
+//! last reference (invariant 9); the file's own age is a second,
 //! local condition (a copy repair just wrote is young). Stale temporary
 //! files (a datanode that crashed mid-write) older than the grace period go
 //! too.

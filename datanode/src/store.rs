@@ -339,7 +339,7 @@ impl BlockStore for Datanode {
         // block whose file fits in the first batch (up to 1 MiB of data)
         // costs one trip in all. At a few hundred blocks a second the
         // thread hand-offs cost more CPU than the syscalls
-        // (docs/BENCHMARKS.md §14f, §14g).
+        // (docs/benchmarks-history.md §3.3, §3.4).
         let mut file = self.block_file();
         let mut ready = Vec::new();
         while ready.is_empty() {
@@ -665,7 +665,8 @@ impl ChunkSums {
             self.cur.update(&data[..take]);
             // A second pass over the bytes costs less than
             // `crc32c_combine` per chunk (11.7 % of a 1 MiB PUT profile,
-            // against 2.4 % for the CRC itself; docs/BENCHMARKS.md).
+            // against 2.4 % for the CRC itself; docs/benchmarks-history.md
+            // §2.5, §2.6).
             self.whole.update(&data[..take]);
             self.fill += take;
             data = &data[take..];

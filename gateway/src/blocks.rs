@@ -3,7 +3,7 @@
 //! Writing: the body is hashed as it streams and cut into `block_size`
 //! blocks; each block goes to all its datanodes at once through small
 //! bounded channels, so memory stays a few chunks per node whatever the
-//! object size (invariant 4). A few finished blocks may wait for their
+//! object size (docs/architecture.md, invariant 4). A few finished blocks may wait for their
 //! acks while the next one streams. Nothing here commits metadata: the
 //! caller does, after verifying the digests (invariant 1). On error the
 //! unfinished block writes are cancelled; finished blocks no object names

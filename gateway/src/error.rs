@@ -209,7 +209,7 @@ pub enum S3Error {
     #[error("The object is not appendable")]
     ObjectNotAppendable,
 
-    // ---- OSS replication (PROTOCOLS.md §B) ----
+    // ---- OSS replication (docs/compatibility.md, "OSS replication API") ----
     /// OSS: the bucket has no replication rule.
     #[error("The bucket you specified does not have replication configuration.")]
     NoSuchReplicationConfiguration,

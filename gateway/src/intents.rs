@@ -1,4 +1,4 @@
-//! Keeping a writer's block intents alive (DESIGN invariant 9).
+//! Keeping a writer's block intents alive (docs/architecture.md, invariant 9).
 //!
 //! `BlockMeta::allocate_blocks` records an intent per block with a deadline
 //! `BlockAlloc::intent_ttl_ms` ahead. A body that streams for longer than

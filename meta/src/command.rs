@@ -40,8 +40,8 @@ pub const MAX_COMMANDS_PER_PROPOSAL: usize = 1024;
 /// One Raft log entry's payload: the commands that arrived while the
 /// previous proposal was being committed (group commit, see `proposer.rs`).
 ///
-/// `request_ids` and `now_ms` came later (idempotent writes, DESIGN.md
-/// invariant 10): entries written before them
+/// `request_ids` and `now_ms` came later (idempotent writes,
+/// docs/architecture.md, invariant 10): entries written before them
 /// decode with no ids and `now_ms` 0, and apply exactly as they did.
 #[derive(Serialize, Deserialize, Clone, Debug, Default)]
 pub struct Proposal {
@@ -431,11 +431,11 @@ impl Command {
         )
     }
 
-    /// Whether a retry must find this command's first outcome (DESIGN
-    /// invariant 10). `RecordIntents` need not: it names block ids nobody
+    /// Whether a retry must find this command's first outcome
+    /// (docs/architecture.md, invariant 10). `RecordIntents` need not: it names block ids nobody
     /// else knows yet, so applying it twice leaves what applying it once
     /// does, and a PUT is spared the request-id bookkeeping (a read, two
-    /// writes and the reply) on its extra Raft round (BENCHMARKS §11c).
+    /// writes and the reply) on its extra Raft round (docs/benchmarks-history.md §5.3).
     pub fn needs_request_id(&self) -> bool {
         !matches!(self, Command::RecordIntents { .. })
     }

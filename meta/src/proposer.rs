@@ -9,7 +9,8 @@
 //! Under low load a proposal carries one command and adds no delay; under
 //! high load the batch grows with the commit latency. More than one in
 //! flight pipelines the group: the leader appends the next entry while
-//! followers still write the previous one (BENCHMARKS, meta cluster).
+//! followers still write the previous one (docs/benchmarks-history.md
+//! §4.5 measured 1, 2 and 4 in flight).
 //! Proposals in flight together are independent: each caller waits for
 //! its own answer before it sends anything that depends on it.
 

@@ -42,7 +42,8 @@ const LATENCY_BUCKETS: [f64; 16] = [
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0,
 ];
 /// How often gauges are refreshed from meta. `replication_stats` scans the
-/// whole queue (0.48 s with 35,000 tasks queued, docs/BENCHMARKS.md R4), so
+/// whole queue (0.48 s with 35,000 tasks queued, docs/benchmarks-history.md
+/// §13.5), so
 /// once a second would cost a backlog half a core; 5 s is still finer than
 /// a usual Prometheus scrape.
 const STATS_INTERVAL: Duration = Duration::from_secs(5);

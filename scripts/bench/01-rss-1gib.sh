@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Figure 1: peak RSS of `godwit server` while 16 clients each PUT, then GET,
-# a 1 GiB object (16 GiB written and read in all). Goal: < 256 MiB.
+# Peak RSS of `godwit server` while 16 clients each PUT, then GET, a 1 GiB
+# object (16 GiB written and read in all). Goal: < 256 MiB.
+# docs/benchmarks-history.md §2.2.
 #
 # VmHWM (the kernel's peak RSS) is read from /proc/<pid>/status after each
 # phase and reset between phases (echo 5 > /proc/<pid>/clear_refs); VmRSS

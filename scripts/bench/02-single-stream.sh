@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Figure 2: single-stream PUT and GET of a 1 GiB object, beside the same
-# disk's fio figures and nginx serving a 1 GiB file on the same loopback,
-# all in the same run.
+# Single-stream PUT and GET of a 1 GiB object, beside the same disk's fio
+# figures and nginx serving a 1 GiB file on the same loopback, all in the
+# same run (docs/benchmarks-history.md §2.3).
 source "$(dirname "$0")/lib.sh"
 
 FIO_DIR=$SCRATCH/fio

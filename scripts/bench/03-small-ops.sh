@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Figure 3: 4 KiB PUT, GET and HEAD with 16 concurrent clients.
-# Figure 8: group commit, commands applied per meta-log fsync during the
-# 4 KiB PUT run (counter deltas around that run only).
+# 4 KiB PUT, GET and HEAD with 16 concurrent clients
+# (docs/benchmarks-history.md §2.4), and group commit: commands applied
+# per meta-log fsync during the 4 KiB PUT run, counter deltas around that
+# run only (§2.10).
 source "$(dirname "$0")/lib.sh"
 
 start_server "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Figure 4: 1 MiB PUT and GET with 16 connections.
+# 1 MiB PUT and GET with 16 connections (docs/benchmarks-history.md §2.5).
 source "$(dirname "$0")/lib.sh"
 
 start_server "$@"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Figure 5: io_uring against the blocking thread pool on the same
-# workloads (4 KiB PUT, 1 MiB PUT, 1 MiB GET). The backend in use is read
-# from the admin /metrics (godwit_datanode_io_backend) for each server.
+# io_uring against the blocking thread pool on the same workloads (4 KiB
+# PUT, 1 MiB PUT, 1 MiB GET); docs/benchmarks-history.md §2.7. The backend
+# in use is read from the admin /metrics (godwit_datanode_io_backend) for
+# each server.
 source "$(dirname "$0")/lib.sh"
 
 for backend in auto threadpool; do

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Figure 6: TCP_NODELAY. 4 KiB GET over one keep-alive connection
-# (concurrency 1): without TCP_NODELAY, Nagle + delayed ACK put ~40 ms on
-# some requests. Also checks that the server sets TCP_NODELAY on the
-# sockets it accepts, by tracing its setsockopt calls while a client
-# connects.
+# TCP_NODELAY (docs/benchmarks-history.md §2.8). 4 KiB GET over one
+# keep-alive connection (concurrency 1): without TCP_NODELAY, Nagle +
+# delayed ACK put ~40 ms on some requests. Also checks that the server sets
+# TCP_NODELAY on the sockets it accepts, by tracing its setsockopt calls
+# while a client connects.
 source "$(dirname "$0")/lib.sh"
 
 start_server "$@"

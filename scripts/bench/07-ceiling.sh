@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Figure 7: the loopback ceiling. nginx (2 workers, sendfile, keep-alive)
-# serving 4 KiB and 1 MiB static files, driven by wrk with 16 connections,
-# and by the same `godwit bench` client that loads Godwit (so the client's
-# own CPU cost on these 2 cores is in both numbers).
+# The loopback ceiling (docs/benchmarks-history.md §2.9). nginx (2 workers,
+# sendfile, keep-alive) serving 4 KiB and 1 MiB static files, driven by wrk
+# with 16 connections, and by the same `godwit bench` client that loads
+# Godwit (so the client's own CPU cost on these 2 cores is in both numbers).
 source "$(dirname "$0")/lib.sh"
 WRK_DUR=${WRK_DUR:-${DUR}}
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Figure 9: the Alibaba OSS dialect against AWS. The same PUT and GET
-# loads signed as an AWS SDK does (SigV4, with or without an
-# x-amz-checksum-crc32c header the server must check) and as an OSS SDK
-# does (V1 `OSS ak:sig` HMAC-SHA1, V4 OSS4-HMAC-SHA256 UNSIGNED-PAYLOAD;
-# the server answers in its OSS dialect with x-oss-hash-crc64ecma, which
-# the bench checks), for 4 KiB objects (16 clients) and 64 MiB objects
+# The Alibaba OSS dialect against AWS (docs/benchmarks-history.md §6). The
+# same PUT and GET loads signed as an AWS SDK does (SigV4, with or without
+# an x-amz-checksum-crc32c header the server must check) and as an OSS SDK
+# does (V1 `OSS ak:sig` HMAC-SHA1, V4 OSS4-HMAC-SHA256 UNSIGNED-PAYLOAD; the
+# server answers in its OSS dialect with x-oss-hash-crc64ecma, which the
+# bench checks), for 4 KiB objects (16 clients) and 64 MiB objects
 # (4 clients). Per run: ops/s, MB/s, p50/p99 and the server's CPU time per
-# request (utime + stime of the server process from /proc/<pid>/stat
-# before and after the run, divided by the requests). Every load runs
-# ROUNDS times, the signers in a rotated order each round, so that a drift
-# of the machine or of the store's size does not favour one signer.
+# request (utime + stime of the server process from /proc/<pid>/stat before
+# and after the run, divided by the requests). Every load runs ROUNDS times,
+# the signers in a rotated order each round, so that a drift of the machine
+# or of the store's size does not favour one signer.
 # Before the loads: `godwit bench checksums` (one core, in memory).
 source "$(dirname "$0")/lib.sh"
 

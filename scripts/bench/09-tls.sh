@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Figure 9: what TLS costs a 1 MiB GET. The same server and load, plain
-# HTTP and TLS (rustls, ring; a throwaway CA and certificate made here with
-# openssl), alternated twice in one run so that a busy machine hurts both
-# alike. 16 connections, kept alive: the handshake cost is paid once per
-# connection; what is measured is encryption of the bodies.
+# What TLS costs a 1 MiB GET (docs/benchmarks-history.md §9). The same
+# server and load, plain HTTP and TLS (rustls, ring; a throwaway CA and
+# certificate made here with openssl), alternated twice in one run so that a
+# busy machine hurts both alike. 16 connections, kept alive: the handshake
+# cost is paid once per connection; what is measured is encryption of the
+# bodies.
 source "$(dirname "$0")/lib.sh"
 
 PKI=$SCRATCH/tls

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Figure 10: what issue 10's strict signature checks cost the 4 KiB PUT and
-# GET of figure 3. Two servers run side by side on fresh data dirs: BASE
-# (the build before issue 10) and NEW (the build with it). The load
+# What the strict signature checks cost the 4 KiB PUT and GET of
+# docs/benchmarks-history.md §2.4 (§7.1). Two servers run side by side on
+# fresh data dirs: BASE (the build before the strict checks) and NEW (the
+# build with them). The load
 # generator is always the NEW binary's `godwit bench`, so only the server
 # differs. ROUNDS interleaved rounds; each round runs
 #   PUT on the first build, PUT on the second, GET on the first, GET on the second
@@ -15,7 +16,7 @@
 #
 # Reused for other A/B comparisons of two builds: SIZE (default 4KiB) sets
 # the object size and NAME (default strict) the prefix of the result files,
-# e.g. figure 11 (block intents):
+# e.g. docs/benchmarks-history.md §5.1 (block intents):
 #   SIZE=1MiB OBJECTS=200 NAME=intents-1mib BASE=... NEW=... scripts/bench/10-strict-ab.sh
 # SERVER_ARGS adds flags to both servers, e.g. data dirs on tmpfs need
 # overwritten blocks collected quickly or memory fills:
@@ -84,11 +85,11 @@ stop_all() {
 }
 trap stop_all EXIT
 
-# On ext4 without a journal (this machine's disk) a file create skips
-# every inode deleted in the last 30 s: a round started right after the
-# last round's thousands of block files were deleted pays for the
-# harness's own clean-up in both builds' PUTs (docs/BENCHMARKS.md §14g).
-# So after deleting data dirs on a disk, wait those 30 s.
+# On ext4 without a journal (this machine's disk) a file create skips every
+# inode deleted in the last 30 s: a round started right after the last
+# round's thousands of block files were deleted pays for the harness's own
+# clean-up in both builds' PUTs (docs/benchmarks-history.md §3.4). So after
+# deleting data dirs on a disk, wait those 30 s.
 quiet_after_delete() {
   if [ "$(stat -f -c %T "$DATA_ROOT" 2>/dev/null)" != tmpfs ]; then
     log "waiting 31 s after deleting data dirs (ext4 without a journal: recently deleted inodes)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B of the 4 KiB PUT through a gateway on an N-node meta group
-# (meta-cluster.sh's M1), two builds alternating round by round on the same
-# machine, so that load drifts hit both alike.
+# (meta-cluster.sh, docs/benchmarks-history.md §4.2), two builds alternating
+# round by round on the same machine, so that load drifts hit both alike.
 #
 #   BASE=/path/to/old/godwit NEW=/path/to/new/godwit [NODES=3] [ROUNDS=3] \
 #   [DUR=15s] [NEW_ENV="GODWIT_META_PROPOSALS_IN_FLIGHT=1"] scripts/bench/11-meta-ab.sh

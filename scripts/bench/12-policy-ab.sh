@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Figure 12: what a bucket policy costs the 4 KiB PUT and GET. One server;
+# What a bucket policy costs the 4 KiB PUT and GET
+# (docs/benchmarks-history.md §8). One server;
 # a non-root account "bench" owns three buckets: `pol-none` (no policy),
 # `pol-20` (20 statements, no tag conditions: grants to other accounts,
 # public grants whose IP conditions are evaluated and do not match, and

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Figure 13: the lifecycle worker expiring N objects (1,000,000 by
-# default), its rate, and what it costs the 4 KiB GET latency of client
-# traffic. One server; bucket `lc-bench` holds N empty objects (godwit bench
-# PUT, size 0), bucket `hot-bench` 1,000 4 KiB objects. Then:
+# The lifecycle worker expiring N objects (1,000,000 by default;
+# docs/benchmarks-history.md §11), its rate, and what it costs the 4 KiB GET
+# latency of client traffic. One server; bucket `lc-bench` holds N empty
+# objects (godwit bench PUT, size 0), bucket `hot-bench` 1,000 4 KiB
+# objects. Then:
 #
 #   1. GET on `hot-bench` for $DUR without lifecycle work (the baseline);
 #   2. `lc-bench` gets an Expiration/Days=1 rule and meta's clock is moved two

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Figure 17: what SSE-S3 costs the 1 MiB PUT and GET. One server; bucket
+# What SSE-S3 costs the 1 MiB PUT and GET (docs/benchmarks-history.md
+# §10). One server; bucket
 # `sse-off` holds objects in the clear, bucket `sse-on` objects written
 # with `x-amz-server-side-encryption: AES256` (`godwit bench --sse`, which
 # the GET key space's prepare phase uses too, so that every GET decrypts).

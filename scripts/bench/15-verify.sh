@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Figure 15: `godwit admin replication verify --level 1` of N small objects
-# pre-seeded on both sides, against a local Godwit destination. Two regions
-# on loopback (scripts/bench/replication/lib.sh: A us-east-1 the source, B
-# eu-west-1 the destination, B registered on A as remote "b").
+# `godwit admin replication verify --level 1` of N small objects
+# pre-seeded on both sides, against a local Godwit destination
+# (docs/benchmarks-history.md §13.11). Two regions on loopback
+# (scripts/bench/replication/lib.sh: A us-east-1 the source, B eu-west-1 the
+# destination, B registered on A as remote "b").
 #
 #   1. bucket vf-src on A and vf-dst on B (both versioned) get the same N
 #      empty objects (`godwit bench --op put --size 0`, keys o/...), before

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The header of docs/BENCHMARKS.md: the machine and the commit measured.
+# The machine and the commit measured: the table of docs/benchmarks-history.md
+# §1, and docs/BENCHMARKS.md, How to measure, The machine.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Meta cluster figures (docs/BENCHMARKS.md § Meta cluster):
-#   M1. 4 KiB PUT and HEAD through a `godwit gateway`, with a 1-node and a
-#       3-node meta group (`godwit meta --peers`), same datanode and gateway
-#       processes otherwise.
-#   M2. The client-visible election window: PUTs through the gateway while
-#       the meta leader is killed with SIGKILL (meta_failover.py), RUNS
-#       times, median and spread.
+# Meta cluster figures (docs/benchmarks-history.md §4.1–4.3; the set-up is
+# §4.1):
+#   §4.2. 4 KiB PUT and HEAD through a `godwit gateway`, with a 1-node and
+#         a 3-node meta group (`godwit meta --peers`), same datanode and
+#         gateway processes otherwise.
+#   §4.3. The client-visible election window: PUTs through the gateway
+#         while the meta leader is killed with SIGKILL (meta_failover.py),
+#         RUNS times, median and spread.
 #
 # Variables (besides lib.sh's): DUR (30s), CONC (16), RUNS (5; 0 skips
-# M2), NODES ("1 3": which layouts M1 measures; "" skips M1), OPS ("put
-# head": which M1 operations).
+# §4.3), NODES ("1 3": which layouts §4.2 measures; "" skips §4.2), OPS
+# ("put head": which §4.2 operations).
 source "$(dirname "$0")/lib.sh"
 
 CONC=${CONC:-16}
@@ -97,7 +98,7 @@ leader() {
   "$GODWIT" admin --admin-endpoint "http://127.0.0.1:$1" --json cluster status | jq -r '.leader // empty'
 }
 
-# --- M1: throughput, 1-node and 3-node meta ---
+# --- §4.2: throughput, 1-node and 3-node meta ---
 for n in $NODES; do
   start_layout "$n"
   [[ " $OPS " == *" put "* ]] &&
@@ -108,7 +109,7 @@ for n in $NODES; do
 done
 [ "$RUNS" -gt 0 ] || exit 0
 
-# --- M2: election window, 3-node meta ---
+# --- §4.3: election window, 3-node meta ---
 start_layout 3
 : >"$OUT/failover.jsonl"
 for run in $(seq "$RUNS"); do

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Where a meta write's time goes (docs/BENCHMARKS.md §14d): the 4 KiB PUT
-# of meta-cluster.sh's M1 on an N-node group, and for each meta node and
-# stage of godwit_meta_stage_seconds (command, proposal, log_append,
-# append_rpc_send, append_rpc_serve, apply) the observations per second
-# and the mean time, over 10 s in the middle of a 20 s run.
+# Where a meta write's time goes (docs/benchmarks-history.md §4.6): the
+# 4 KiB PUT of meta-cluster.sh (§4.2) on an N-node group, and for each meta
+# node and stage of godwit_meta_stage_seconds (command, proposal,
+# log_append, append_rpc_send, append_rpc_serve, apply) the observations per
+# second and the mean time, over 10 s in the middle of a 20 s run.
 #
 #   [GODWIT=path/to/godwit] [NODES=3] scripts/bench/meta-stages.sh
 set -euo pipefail

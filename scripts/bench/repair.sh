@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Datanode repair rate (docs/BENCHMARKS.md § Datanode repair).
+# Datanode repair rate (docs/benchmarks-history.md §12).
 #
 # Layout: one `godwit meta` (replication factor 3, write quorum 2, down
 # after DOWN_SECS, repair round every second), four `godwit datanode`s, one

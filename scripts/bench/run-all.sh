@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every figure of docs/BENCHMARKS.md in order and prints them.
+# Runs figures 01 to 08 in one run and prints them: the data path baseline
+# (docs/benchmarks-history.md §2) and the OSS dialect (§6).
 # Usage: scripts/bench/run-all.sh   (DUR=30s, OUT=/var/tmp/godwit-bench-results)
 # Needs: a release build (cargo build --release --bin godwit), fio, nginx,
 # wrk, strace, jq, curl >= 7.75, and ~17 GiB free under /var/tmp.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Meta snapshot figures (docs/BENCHMARKS.md § Meta snapshots): time and
+# Meta snapshot figures (docs/benchmarks-history.md §4.7): time and
 # peak RSS of building a snapshot of N objects, and of a new member
 # catching up by installing it.
 #

@@ -11,7 +11,8 @@
 //! connection's watcher reads it when its timer fires. Waking the
 //! connection task at each request's start and end cost a 4 KiB GET
 //! about 10 µs of server CPU (three extra polls of the connection, each a
-//! read that returned EAGAIN, and a new timer) in the issue 10 benchmark.
+//! read that returned EAGAIN, and a new timer) in the strict-checks A/B
+//! (docs/benchmarks-history.md §7.1).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

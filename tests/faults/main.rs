@@ -1,4 +1,4 @@
-//! The fault-injection suite (issue 11, docs/faults.md): real `godwit`
+//! The fault-injection suite (docs/faults.md): real `godwit`
 //! processes are killed, stopped, partitioned and have their clocks moved
 //! while concurrent SigV4 clients record a history that `history::check`
 //! judges: no acknowledged write lost, no stale read, each key's history

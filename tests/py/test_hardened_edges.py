@@ -1,4 +1,4 @@
-"""Issue 10, "Hardened edges", read as an attacker: every request here is
+"""The hardened request checks, read as an attacker: every request here is
 one a holder of a signature (or nobody at all) must not be able to turn
 into something else. Each test sends the request that must be refused,
 asserts the exact status and error code, and then checks that nothing

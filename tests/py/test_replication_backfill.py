@@ -1,7 +1,6 @@
-"""Existing-object replication into a pre-seeded destination (issue 13,
-item 2), end to end: a source region, a destination region whose bucket
-already holds most of the objects, and a rule with
-ExistingObjectReplication put afterwards.
+"""Existing-object replication into a pre-seeded destination, end to end:
+a source region, a destination region whose bucket already holds most of
+the objects, and a rule with ExistingObjectReplication put afterwards.
 
 What is proven here:
 - the scan compares both sides' listings and sends only the keys missing

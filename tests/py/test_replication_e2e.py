@@ -2,8 +2,8 @@
 and boto3: a source region (us-east-1) replicating to a destination region
 (eu-west-1), or to moto's S3 server as a non-Godwit destination.
 
-What is proven here (the rest of issue 3's list is in
-tests/replication_two_regions.rs):
+What is proven here (the rest of cross-region replication's guarantees are
+proven in tests/it/replication_two_regions.rs):
 - prefix and tag filters, and priority between overlapping rules to one
   destination (observed through the winner's DeleteMarkerReplication and
   the per-rule counters);
@@ -395,9 +395,9 @@ def test_an_overwrite_replicates_and_the_latest_matches_the_source(source, dest)
     assert versions_by_key(dest, d)["k"] == [("v", True), ("v", False)]
 
     # Several versions of a key back to back: once nothing is pending, the
-    # destination's latest is the source's latest (issue 3: replicas
-    # "converge to the same last writer (latest original mtime)"), and it
-    # holds every version.
+    # destination's latest is the source's latest (replicas "converge to the
+    # same last writer (latest original mtime)"), and it holds every
+    # version.
     rapid = {
         f"r{k}": [f"rapid {k}.{i} ".encode() * (i + 1) for i in range(RAPID_VERSIONS)]
         for k in range(RAPID_KEYS)

@@ -1,5 +1,5 @@
-"""Metadata-only changes replicate (issue 13, item 3), end to end with two
-real `godwit server` regions (and moto's S3 server as a non-Godwit
+"""Metadata-only changes replicate, end to end with two real
+`godwit server` regions (and moto's S3 server as a non-Godwit
 destination), driven by boto3:
 
 - a CopyObject of a key onto itself with `x-amz-metadata-directive:

@@ -77,9 +77,10 @@ pub trait BlockMeta: Send + Sync + 'static {
     async fn call(&self, req: BlockRequest) -> MetaResult<BlockResponse>;
 
     /// Allocates `count` new block ids, each placed on datanodes, with a
-    /// write token each, and records an intent per block (DESIGN invariant
-    /// 9) before answering: GC keeps the block until its intent expires,
-    /// `intent_ttl_ms` from now unless renewed.
+    /// write token each, and records an intent per block
+    /// (docs/architecture.md, invariant 9) before answering: GC keeps the
+    /// block until its intent expires, `intent_ttl_ms` from now unless
+    /// renewed.
     async fn allocate_blocks(&self, count: usize) -> MetaResult<Vec<BlockAlloc>> {
         ask!(self, BlockRequest::AllocateBlocks { count } => BlockResponse::Allocated)
     }

@@ -260,11 +260,12 @@ pub trait ObjectMeta: Send + Sync + 'static {
 
     // ---- objects ----
 
-    /// Commits a new version, making it visible (invariant 1: blocks are
-    /// already durable). Assigns the version id ("null" unless versioning is
-    /// Enabled) and last-modified; a replaced "null" version's blocks lose
-    /// their reference. With `obj.precondition`, commits only if it holds
-    /// for the key's current version as the command applies
+    /// Commits a new version, making it visible (docs/architecture.md,
+    /// invariant 1: blocks are already durable). Assigns the version id
+    /// ("null" unless versioning is Enabled) and last-modified; a replaced
+    /// "null" version's blocks lose their reference. With
+    /// `obj.precondition`, commits only if it holds for the key's current
+    /// version as the command applies
     /// (`PreconditionFailed`, or `NoSuchKey` for If-Match on a key without
     /// an object).
     async fn put_object(&self, obj: NewObject) -> MetaResult<ObjectVersion> {

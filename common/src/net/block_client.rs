@@ -10,7 +10,7 @@
 //! - Every request carries `CLUSTER_AUTH_HEADER`; PUT and GET also carry the
 //!   block token in `BLOCK_TOKEN_HEADER`. Errors are JSON `BlockError`.
 //!
-//! Deadlines (DESIGN invariant 10), all of them the I/O deadline
+//! Deadlines (docs/architecture.md, invariant 10), all of them the I/O deadline
 //! (`BlockHttp::io_deadline`, `--io-deadline-secs`): a block may be large
 //! and stream slowly, so none bounds a whole transfer; each bounds a time
 //! without progress, which a healthy datanode never leaves.

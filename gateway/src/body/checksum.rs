@@ -482,8 +482,8 @@ mod tests {
         h.finish()
     }
 
-    /// Known values: botocore's CRC32 of "foo" from PROTOCOLS.md §F, and
-    /// the standard check values of each algorithm over "123456789".
+    /// Known values: botocore's CRC32 of "foo", and the standard check
+    /// values of each algorithm over "123456789".
     #[test]
     fn known_vectors() {
         let d = digest_of(b"foo", &[Algo::Crc32]);
@@ -508,8 +508,9 @@ mod tests {
     }
 
     /// CRC-64/XZ, OSS's `x-oss-hash-crc64ecma`: the catalogue check value
-    /// (PROTOCOLS.md §C: 0x995DC9BBDF1939FA, verified with oss2's Crc64),
-    /// 0 for nothing, always computed, and combinable across parts.
+    /// (0x995DC9BBDF1939FA, which oss2's Crc64 gives too; docs/compatibility.md,
+    /// "CRC-64 (OSS)"), 0 for nothing, always computed, and combinable
+    /// across parts.
     #[test]
     fn crc64xz_check_value_and_combine() {
         let d = digest_of(b"123456789", &[]);
@@ -524,8 +525,9 @@ mod tests {
         assert_eq!(crc64xz_combine(crc64xz(a), crc64xz(b""), 0), crc64xz(a));
     }
 
-    /// PROTOCOLS.md §F: botocore's and aws-sdk-go's captured PUTs of the
-    /// 3-byte body "hi\n" (x-amz-content-sha256 98ea6e4f...).
+    /// botocore's and aws-sdk-go's PUTs of the 3-byte body "hi\n" as
+    /// captured on the wire (x-amz-content-sha256 98ea6e4f...;
+    /// docs/compatibility.md, "aws-chunked bodies").
     #[test]
     fn captured_client_put_headers() {
         let body = b"hi\n";

@@ -1,5 +1,6 @@
-//! The Alibaba OSS replication API (PROTOCOLS.md §B) on the same engine as
-//! the AWS one: PutBucketReplication (`POST ?replication&comp=add`),
+//! The Alibaba OSS replication API (OSS API reference; docs/compatibility.md,
+//! "OSS replication API") on the same engine as the AWS one:
+//! PutBucketReplication (`POST ?replication&comp=add`),
 //! GetBucketReplication (`GET ?replication` from an OSS client),
 //! GetBucketReplicationLocation, GetBucketReplicationProgress,
 //! DeleteBucketReplication (`POST ?replication&comp=delete`) and

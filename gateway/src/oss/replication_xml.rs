@@ -1,4 +1,5 @@
-//! The OSS replication documents (PROTOCOLS.md §B): the one-rule
+//! The OSS replication documents (docs/compatibility.md, "OSS replication
+//! API"): the one-rule
 //! `ReplicationConfiguration` of PutBucketReplication (`?replication&comp=add`),
 //! `ReplicationRules` of DeleteBucketReplication, the RTC document of
 //! PutBucketRTC, and the answers of GetBucketReplication,

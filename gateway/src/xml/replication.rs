@@ -3,8 +3,9 @@
 //! dict order), validated with S3's rules, and rendered back in the schema
 //! the client used: the deprecated V1 `<Prefix>` or the V2 `<Filter>`.
 //!
-//! Rules and their errors (PROTOCOLS.md §A; AWS API_ReplicationRule,
-//! API_DeleteMarkerReplication, API_ReplicationTimeValue). Where AWS's
+//! Rules and their errors (AWS API reference: API_ReplicationRule,
+//! API_DeleteMarkerReplication, API_ReplicationTimeValue; docs/compatibility.md,
+//! "Replication configuration (AWS)"). Where AWS's
 //! code is known from real answers the same code and message are used;
 //! the rest follow the closest AWS precedent, noted at each check:
 //! - no `<Rule>`, a required element missing, an enumeration value S3 does

@@ -11,7 +11,8 @@
 //! an 8-byte big-endian reference count; they read as a record with an
 //! empty (unknown) placement, which repair and stray detection leave alone.
 //!
-//! A block's life (DESIGN invariant 9, nothing in flight is garbage):
+//! A block's life (docs/architecture.md, invariant 9: nothing in flight is
+//! garbage):
 //!
 //! 1. `allocate_blocks` records an **intent** (`intents` CF) with a
 //!    deadline before the writer sends a byte; the writer renews it while

@@ -30,7 +30,8 @@ use crate::store::overlay::Overlay;
 use crate::store::{CF_COMPLETED_UPLOADS, CF_REQUEST_IDS, CF_SM_META};
 
 /// How long a request id is remembered, at least: far beyond a client's
-/// retry window (`MetaClient`: 10 s), and the 10 minutes issue 11 asks.
+/// retry window (`MetaClient`: 10 s), and the 10 minutes
+/// docs/architecture.md (invariant 10) promises.
 pub const REQUEST_ID_WINDOW_MS: i64 = 10 * 60 * 1000;
 
 /// Most request ids remembered. At 1,000 writes/s, 10 minutes is 600,000
@@ -210,7 +211,8 @@ pub fn recorded_reply(
 /// inline bytes are left out: no writer reads its object back from its
 /// own reply (the gateway answers with the version id, ETag, checksums
 /// and dates), and copying up to 4 KiB of base64 JSON into every record
-/// cost a third of the small-PUT throughput (docs/BENCHMARKS.md).
+/// cost a third of the small-PUT throughput (docs/benchmarks-history.md
+/// §5.1).
 pub fn record_reply(
     tx: &mut Overlay,
     table: &Table,

@@ -1,4 +1,4 @@
-//! The replication outbox (DESIGN.md invariant 5): the functions a
+//! The replication outbox (docs/architecture.md, invariant 5): the functions a
 //! mutating command calls, inside its own apply, to append the replication
 //! tasks it owes. They write through the command's `Overlay`, so the tasks
 //! reach rocksdb in the same `WriteBatch` as the mutation or not at all.

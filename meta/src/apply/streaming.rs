@@ -1,4 +1,4 @@
-//! Multipart part streaming (DESIGN.md § Replication): each committed part
+//! Multipart part streaming (docs/architecture.md, Replication): each committed part
 //! is a `PartCommitted` task of its own, so a destination has the parts
 //! long before the source completes; the source's complete (or abort) then
 //! becomes one `MultipartCompleted` (or `MultipartAborted`) task per

@@ -5,9 +5,10 @@
 //! holding every mutation plus `last_applied` and the membership, so a crash
 //! leaves the state either before or after the whole call, never between.
 //! That batch also carries the replication outbox rows the commands append
-//! (invariant 5, `apply/outbox.rs`). It is written without its own fsync: it shares the WAL with the Raft
-//! log, whose next synced append makes it durable, and until then a restart
-//! simply re-applies the entries from the log.
+//! (docs/architecture.md, invariant 5; `apply/outbox.rs`). It is written
+//! without its own fsync: it shares the WAL with the Raft log, whose next
+//! synced append makes it durable, and until then a restart simply
+//! re-applies the entries from the log.
 //!
 //! Snapshots (`snapshot/`) are files: built from a rocksdb checkpoint,
 //! handed to openraft as `tokio::fs::File`s, installed by ingesting SST

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Figure R1: replication lag per object, RTC and standard lanes, steady PUT
-# rate, no backlog. RATE PUTs/s to each of two source buckets for DUR s.
+# docs/benchmarks-history.md §13.2: replication lag per object, RTC and
+# standard lanes, steady PUT rate, no backlog. RATE PUTs/s to each of two
+# source buckets for DUR s.
 . "$(dirname "$0")/lib.sh"
 RATE=${RATE:-200} DUR=${DUR:-60}
 fresh_regions

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Figure R2: RTC lag while a standard-lane backlog to the same remote drains.
-# The source runs with a standard lane of STD_CONC (4) tasks in flight; a
-# standard rule's bucket is filled with BACKLOG tiny objects by `godwit
-# bench` (capped at FILL_SECS), then the RTC lane is measured as in R1.
+# docs/benchmarks-history.md §13.3: RTC lag while a standard-lane backlog to
+# the same remote drains. The source runs with a standard lane of STD_CONC
+# (4) tasks in flight; a standard rule's bucket is filled with BACKLOG tiny
+# objects by `godwit bench` (capped at FILL_SECS), then the RTC lane is
+# measured as in §13.2.
 . "$(dirname "$0")/lib.sh"
 RATE=${RATE:-200} DUR=${DUR:-60} BACKLOG=${BACKLOG:-100000} FILL_SECS=${FILL_SECS:-180}
 STD_CONC=${STD_CONC:-4}

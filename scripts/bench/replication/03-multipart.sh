@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Figure R3: completion lag after CompleteMultipartUpload (source Complete
-# ack -> destination HEAD shows the same ETag), 64 MiB parts, RTC and
-# standard rules. SIZES=256MiB,1GiB,4GiB by default (needs ~9 GiB free).
+# docs/benchmarks-history.md §13.4: completion lag after
+# CompleteMultipartUpload (source Complete ack -> destination HEAD shows the
+# same ETag), 64 MiB parts, RTC and standard rules. SIZES=256MiB,1GiB,4GiB
+# by default (needs ~9 GiB free).
 . "$(dirname "$0")/lib.sh"
 SIZES=${SIZES:-256MiB,1GiB,4GiB} LANES=${LANES:-rtc,standard}
 df -h "$(dirname "$ROOT")" | tail -1 >&2

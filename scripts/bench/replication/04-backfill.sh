@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Figure R4: backfill (ExistingObjectReplication) of N pre-existing 100-byte
-# objects: (a) into an empty destination, (b) into the same destination now
-# holding identical copies (new rule id, so a new scan; objects under the
-# optimistic threshold are sent blindly), (c) the same with the source
-# restarted with GODWIT_REPLICATION_OPTIMISTIC_THRESHOLD=0 (every object
-# HEADed first and skipped).
+# docs/benchmarks-history.md §13.5: backfill (ExistingObjectReplication) of
+# N pre-existing 100-byte objects: (a) into an empty destination, (b) into
+# the same destination now holding identical copies (new rule id, so a new
+# scan; objects under the optimistic threshold are sent blindly), (c) the
+# same with the source restarted with
+# GODWIT_REPLICATION_OPTIMISTIC_THRESHOLD=0 (every object HEADed first and
+# skipped).
 . "$(dirname "$0")/lib.sh"
 N=${N:-100000} SIZE=${SIZE:-100}
 fresh_regions

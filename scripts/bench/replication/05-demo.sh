@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Figure R5: `godwit demo`, the seed experiment on two in-process regions.
+# docs/benchmarks-history.md §13.6: `godwit demo`, the seed experiment on
+# two in-process regions.
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$ROOT/demo"
 trap 'rm -rf "$ROOT/demo"' EXIT

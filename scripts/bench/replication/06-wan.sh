@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Figure R6: standard-lane throughput of small objects across a 72 ms RTT
-# link. The kernel here has no sch_netem (`tc qdisc ... netem` fails), so
-# the link is delay_proxy.py: region A's remote "b" points at a TCP proxy
-# that delays every byte DELAY_MS (36) each way before region B. For each
-# standard-lane concurrency C in CONCS, region A is restarted with
-# GODWIT_REPLICATION_STANDARD_CONCURRENCY=C, a fresh bucket with a standard
-# rule gets M = C/RTT x SECS objects of SIZE bytes (written locally), and the
-# drain rate is compared with C x 1/RTT.
+# docs/benchmarks-history.md §13.7: standard-lane throughput of small
+# objects across a 72 ms RTT link. The kernel here has no sch_netem (`tc
+# qdisc ... netem` fails), so the link is delay_proxy.py: region A's remote
+# "b" points at a TCP proxy that delays every byte DELAY_MS (36) each way
+# before region B. For each standard-lane concurrency C in CONCS, region A
+# is restarted with GODWIT_REPLICATION_STANDARD_CONCURRENCY=C, a fresh
+# bucket with a standard rule gets M = C/RTT x SECS objects of SIZE bytes
+# (written locally), and the drain rate is compared with C x 1/RTT.
 . "$(dirname "$0")/lib.sh"
 CONCS=${CONCS:-4 16 64} SIZE=${SIZE:-1024} SECS=${SECS:-20} DELAY_MS=${DELAY_MS:-36}
 PROXY=${PROXY:-127.0.0.1:19300}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Figure R8: RTC under a bandwidth cap. Region B is registered on A with a
-# bandwidth limit of CAP_MIB MiB/s (the replicator's own limiter, RTC
-# first).
+# docs/benchmarks-history.md §13.9: RTC under a bandwidth cap. Region B is
+# registered on A with a bandwidth limit of CAP_MIB MiB/s (the replicator's
+# own limiter, RTC first).
 #  1. `godwit demo --small-files 0 --large-size $DEMO_SIZE --bandwidth-limit`:
 #     one large file to an RTC and a standard rule; how much of the cap RTC
 #     uses while it has the link to itself, and when the first part arrives.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Figure R9: existing-object replication into a pre-seeded destination
-# (issue 13 item 2, seed 002's DFSR cloned import). Two regions on loopback
-# (lib.sh: A us-east-1 the source, B eu-west-1 the destination).
+# docs/benchmarks-history.md §13.10: existing-object replication into a
+# pre-seeded destination (seed 002's DFSR cloned import). Two regions on
+# loopback (lib.sh: A us-east-1 the source, B eu-west-1 the destination).
 #
 #   1. bf-src on A and bf-dst on B (both versioned) get the same N objects
 #      of SIZE bytes (`godwit bench --payload-seed`: the same bytes on both
@@ -18,8 +18,8 @@
 #      over the scan's own duration in meta (started_ms to updated_ms);
 #   5. the destination's versions are counted: identical keys must still
 #      have one version each (nothing re-sent);
-#   6. the pair, now in step, is verified at level 1 (BENCHMARKS §18's
-#      figure at this size).
+#   6. the pair, now in step, is verified at level 1 (the figure of
+#      docs/benchmarks-history.md §13.11 at this size).
 #
 #   N=1000000 scripts/bench/replication/08-preseed.sh
 . "$(dirname "$0")/lib.sh"
@@ -54,8 +54,9 @@ replpy preseed.py --src-bucket bf-src --dst-bucket bf-dst --rule-id bf-preseed \
   --json-out "$OUT/preseed.json" | tee "$OUT/summary.txt"
 load_note | tee -a "$OUT/load.txt"
 
-# The same pair, now in step, verified at level 1 (the figure of BENCHMARKS
-# §18 at this size): every key must come out the same.
+# The same pair, now in step, verified at level 1 (the figure of
+# docs/benchmarks-history.md §13.11 at this size): every key must come out
+# the same.
 adm --json replication verify bf-src --level 1 >"$OUT/verify-level1.json"
 "$PY" - "$OUT/verify-level1.json" "$src_keys" "$src_s" "$dst_keys" "$dst_s" <<'PY' | tee -a "$OUT/summary.txt"
 import json, sys

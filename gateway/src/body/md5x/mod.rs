@@ -181,7 +181,7 @@ mod tests {
 
 /// Throughput of the lanes against `md-5` on one thread, 16 bodies:
 /// `cargo test --release -p godwit-gateway --lib md5x::bench -- --ignored --nocapture`
-/// (figures in docs/BENCHMARKS.md, not asserted).
+/// (figures in docs/benchmarks-history.md §3.2, not asserted).
 #[cfg(test)]
 mod bench {
     use std::time::Instant;
