@@ -178,7 +178,8 @@ pub fn split_path(path: &str) -> Result<(Option<String>, Option<String>), S3Erro
 /// (SigV2, OSS V1) sign only the sub-resources of the query, so every one
 /// of these is treated as a sub-resource there whatever the client's SDK
 /// list says: a signature made without one is never valid for a request
-/// with it (invariant 8 of DESIGN.md). Sorted bytewise.
+/// with it (docs/architecture.md, invariant 8: what a signature covers is
+/// what runs). Sorted bytewise.
 ///
 /// Left out on purpose, as the SDKs leave them unsigned (docs/security.md,
 /// "protocol limits"): `list-type` (ListObjects v1 or v2, the same read),
@@ -227,7 +228,7 @@ endpoints! {
     // ---- service ----
     ListBuckets,
 
-    // ---- buckets: implemented ----
+    // ---- buckets ----
     CreateBucket,
     HeadBucket,
     DeleteBucket,
@@ -266,34 +267,10 @@ endpoints! {
     GetBucketLifecycleConfiguration,
     PutBucketLifecycleConfiguration,
     DeleteBucketLifecycle,
-
-    // ---- buckets: not implemented ----
     PutBucketAcl,
-    GetBucketAccelerateConfiguration,
-    PutBucketAccelerateConfiguration,
-    GetBucketAnalyticsConfiguration,
-    PutBucketAnalyticsConfiguration,
-    DeleteBucketAnalyticsConfiguration,
-    ListBucketAnalyticsConfigurations,
     GetBucketEncryption,
     PutBucketEncryption,
     DeleteBucketEncryption,
-    GetBucketIntelligentTieringConfiguration,
-    PutBucketIntelligentTieringConfiguration,
-    DeleteBucketIntelligentTieringConfiguration,
-    ListBucketIntelligentTieringConfigurations,
-    GetBucketInventoryConfiguration,
-    PutBucketInventoryConfiguration,
-    DeleteBucketInventoryConfiguration,
-    ListBucketInventoryConfigurations,
-    GetBucketLogging,
-    PutBucketLogging,
-    GetBucketMetricsConfiguration,
-    PutBucketMetricsConfiguration,
-    DeleteBucketMetricsConfiguration,
-    ListBucketMetricsConfigurations,
-    GetBucketNotificationConfiguration,
-    PutBucketNotificationConfiguration,
     GetBucketOwnershipControls,
     PutBucketOwnershipControls,
     DeleteBucketOwnershipControls,
@@ -301,11 +278,6 @@ endpoints! {
     PutBucketPolicy,
     DeleteBucketPolicy,
     GetBucketPolicyStatus,
-    GetBucketRequestPayment,
-    PutBucketRequestPayment,
-    GetBucketWebsite,
-    PutBucketWebsite,
-    DeleteBucketWebsite,
     GetObjectLockConfiguration,
     PutObjectLockConfiguration,
     GetPublicAccessBlock,
@@ -314,7 +286,7 @@ endpoints! {
     /// Browser form upload (`POST /bucket` with multipart/form-data).
     PostObject,
 
-    // ---- objects: implemented ----
+    // ---- objects ----
     GetObject,
     HeadObject,
     PutObject,
@@ -340,92 +312,109 @@ endpoints! {
     RestoreObject,
     /// OSS `POST /bucket/key?append&position=N`.
     AppendObject,
-
-    // ---- objects: not implemented ----
     PutObjectAcl,
     GetObjectLegalHold,
     PutObjectLegalHold,
     GetObjectRetention,
     PutObjectRetention,
+
+    // ---- CORS preflight ----
+    /// `OPTIONS` on a bucket or an object.
+    Options,
+
+    // ---- answered 501 NotImplemented (`not_implemented!`) ----
+    GetBucketAccelerateConfiguration,
+    PutBucketAccelerateConfiguration,
+    GetBucketAnalyticsConfiguration,
+    PutBucketAnalyticsConfiguration,
+    DeleteBucketAnalyticsConfiguration,
+    ListBucketAnalyticsConfigurations,
+    GetBucketIntelligentTieringConfiguration,
+    PutBucketIntelligentTieringConfiguration,
+    DeleteBucketIntelligentTieringConfiguration,
+    ListBucketIntelligentTieringConfigurations,
+    GetBucketInventoryConfiguration,
+    PutBucketInventoryConfiguration,
+    DeleteBucketInventoryConfiguration,
+    ListBucketInventoryConfigurations,
+    GetBucketLogging,
+    PutBucketLogging,
+    GetBucketMetricsConfiguration,
+    PutBucketMetricsConfiguration,
+    DeleteBucketMetricsConfiguration,
+    ListBucketMetricsConfigurations,
+    GetBucketNotificationConfiguration,
+    PutBucketNotificationConfiguration,
+    GetBucketRequestPayment,
+    PutBucketRequestPayment,
+    GetBucketWebsite,
+    PutBucketWebsite,
+    DeleteBucketWebsite,
     GetObjectTorrent,
     SelectObjectContent,
     WriteGetObjectResponse,
-
-    // ---- CORS preflight (implemented) ----
-    /// `OPTIONS` on a bucket or an object.
-    Options,
 }
 
+/// The operations Godwit answers `501 NotImplemented`, the one list of
+/// them: `not_implemented!(endpoint_pattern)` is a pattern over
+/// [`Endpoint`] (dispatch's 501 arm, so that dispatch stays exhaustive
+/// over everything else), `not_implemented!(endpoint_names)` their names.
+macro_rules! not_implemented {
+    ($then:ident) => {
+        $then! {
+            GetBucketAccelerateConfiguration
+            PutBucketAccelerateConfiguration
+            GetBucketAnalyticsConfiguration
+            PutBucketAnalyticsConfiguration
+            DeleteBucketAnalyticsConfiguration
+            ListBucketAnalyticsConfigurations
+            GetBucketIntelligentTieringConfiguration
+            PutBucketIntelligentTieringConfiguration
+            DeleteBucketIntelligentTieringConfiguration
+            ListBucketIntelligentTieringConfigurations
+            GetBucketInventoryConfiguration
+            PutBucketInventoryConfiguration
+            DeleteBucketInventoryConfiguration
+            ListBucketInventoryConfigurations
+            GetBucketLogging
+            PutBucketLogging
+            GetBucketMetricsConfiguration
+            PutBucketMetricsConfiguration
+            DeleteBucketMetricsConfiguration
+            ListBucketMetricsConfigurations
+            GetBucketNotificationConfiguration
+            PutBucketNotificationConfiguration
+            GetBucketRequestPayment
+            PutBucketRequestPayment
+            GetBucketWebsite
+            PutBucketWebsite
+            DeleteBucketWebsite
+            GetObjectTorrent
+            SelectObjectContent
+            WriteGetObjectResponse
+        }
+    };
+}
+
+/// `A B C` as the pattern `Endpoint::A | Endpoint::B | Endpoint::C`.
+macro_rules! endpoint_pattern {
+    ($($name:ident)*) => { $($crate::router::Endpoint::$name)|* };
+}
+
+/// `A B C` as `&["A", "B", "C"]`.
+macro_rules! endpoint_names {
+    ($($name:ident)*) => { &[$(stringify!($name)),*] };
+}
+
+pub(crate) use {endpoint_pattern, not_implemented};
+
 impl Endpoint {
+    /// The operations answered `501 NotImplemented`, by name.
+    pub const NOT_IMPLEMENTED: &'static [&'static str] = not_implemented!(endpoint_names);
+
     /// Whether Godwit answers this operation (the rest get NotImplemented).
     pub fn is_implemented(&self) -> bool {
-        use Endpoint::*;
-        matches!(
-            self,
-            ListBuckets
-                | CreateBucket
-                | HeadBucket
-                | DeleteBucket
-                | GetBucketLocation
-                | GetBucketVersioning
-                | PutBucketVersioning
-                | GetBucketAcl
-                | PutBucketAcl
-                | GetBucketOwnershipControls
-                | PutBucketOwnershipControls
-                | DeleteBucketOwnershipControls
-                | GetPublicAccessBlock
-                | PutPublicAccessBlock
-                | DeletePublicAccessBlock
-                | PutObjectAcl
-                | ListObjects
-                | ListObjectsV2
-                | ListObjectVersions
-                | ListMultipartUploads
-                | DeleteObjects
-                | GetObject
-                | HeadObject
-                | PutObject
-                | PostObject
-                | CopyObject
-                | DeleteObject
-                | GetObjectAcl
-                | CreateMultipartUpload
-                | UploadPart { .. }
-                | UploadPartCopy { .. }
-                | CompleteMultipartUpload { .. }
-                | AbortMultipartUpload { .. }
-                | ListParts { .. }
-                | GetBucketReplication
-                | PutBucketReplication
-                | DeleteBucketReplication
-                | OssPutBucketReplication
-                | OssDeleteBucketReplication
-                | GetBucketReplicationLocation
-                | GetBucketReplicationProgress
-                | PutBucketRtc
-                | GetObjectTagging
-                | PutObjectTagging
-                | DeleteObjectTagging
-                | GetBucketInfo
-                | GetBucketStat
-                | GetObjectMeta
-                | GetObjectAttributes
-                | PutSymlink
-                | GetSymlink
-                | RestoreObject
-                | AppendObject
-                | GetBucketCors
-                | PutBucketCors
-                | DeleteBucketCors
-                | GetBucketTagging
-                | PutBucketTagging
-                | DeleteBucketTagging
-                | GetBucketLifecycleConfiguration
-                | PutBucketLifecycleConfiguration
-                | DeleteBucketLifecycle
-                | Options
-        )
+        !matches!(self, not_implemented!(endpoint_pattern))
     }
 }
 
