@@ -26,10 +26,6 @@ fn unexpected(r: Reply) -> MetaError {
     MetaError::Internal(format!("unexpected state machine reply {r:?}"))
 }
 
-pub(crate) fn db_err(e: rocksdb::Error) -> MetaError {
-    MetaError::Internal(format!("rocksdb: {e}"))
-}
-
 fn scan_all<T: serde::de::DeserializeOwned>(db: &DB, cf_name: &str) -> MetaResult<Vec<T>> {
     db.iterator_cf(cf(db, cf_name), IteratorMode::Start)
         .map(|item| decode(&item.map_err(db_err)?.1))
@@ -478,7 +474,8 @@ impl MetaNode {
                 }
             })
             .collect();
-        // Invariant 9: recorded before the writer sends its first byte.
+        // docs/architecture.md, invariant 9: recorded before the writer
+        // sends its first byte.
         self.record_intents(
             out.iter().map(|a| a.id.clone()).collect(),
             self.now_ms() + ttl.as_millis() as i64,
@@ -569,7 +566,8 @@ impl MetaNode {
 impl ObjectMeta for MetaNode {
     // The hottest in-process calls (every GET, HEAD and PUT of
     // `godwit server`) go straight to the node, without building a request
-    // and unpacking a response (about 3 % of a 4 KiB GET; docs/BENCHMARKS.md).
+    // and unpacking a response (about 3 % of a 4 KiB GET;
+    // docs/benchmarks-history.md §4.4).
     async fn get_object(
         &self,
         bucket: &str,

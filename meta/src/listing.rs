@@ -16,10 +16,6 @@ use rocksdb::{DBRawIterator, DB};
 
 use crate::store::*;
 
-fn db_err(e: rocksdb::Error) -> MetaError {
-    MetaError::Internal(format!("rocksdb: {e}"))
-}
-
 fn utf8(b: &[u8]) -> Result<String, MetaError> {
     String::from_utf8(b.to_vec()).map_err(|_| MetaError::Internal("stored key is not UTF-8".into()))
 }

@@ -31,10 +31,6 @@ fn unexpected(r: Reply) -> MetaError {
     MetaError::Internal(format!("unexpected state machine reply {r:?}"))
 }
 
-fn db_err(e: rocksdb::Error) -> MetaError {
-    MetaError::Internal(format!("rocksdb: {e}"))
-}
-
 fn lane_of(s: &str) -> Option<Lane> {
     Lane::ALL.into_iter().find(|l| l.as_str() == s)
 }

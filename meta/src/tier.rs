@@ -22,7 +22,6 @@ use godwit_common::types::*;
 use godwit_common::MetaError;
 use rocksdb::IteratorMode;
 
-use crate::api::db_err;
 use crate::apply::blocks::DatanodeRecord;
 use crate::command::Command;
 use crate::node::MetaNode;

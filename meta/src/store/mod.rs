@@ -29,8 +29,8 @@
 //! | `lifecycle_age` | `t` bucket `\0` since BE, key `\0` version id; `i` bucket `\0` key `\0` version id; `m` bucket `\0` key | empty; since; empty (`age_index.rs`: versions by when their lifecycle clock started, lone delete markers) |
 //! | `completed_uploads` | `i` bucket `\0` key `\0` upload id; `t` at ms BE, same | JSON completed-upload record; empty (the expiry index) |
 //!
-//! The `repl_*` families are the replication outbox (DESIGN.md invariant
-//! 5): the command that commits a mutation writes its tasks through the same
+//! The `repl_*` families are the replication outbox (docs/architecture.md,
+//! invariant 5): the command that commits a mutation writes its tasks through the same
 //! overlay, hence the same `WriteBatch`. `repl_queue` sorts by lane, then
 //! due time, so leasing a lane is one forward scan from `[lane]`; a leased
 //! task is re-keyed to the lease's expiry, so it comes back by itself if its
@@ -58,6 +58,11 @@ pub use age_index::CF_AGE_INDEX;
 use godwit_common::codec::Format;
 use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, Options, DB};
 
+/// A RocksDB error as the meta error every caller returns.
+pub(crate) fn db_err(e: rocksdb::Error) -> godwit_common::MetaError {
+    godwit_common::MetaError::Internal(format!("rocksdb: {e}"))
+}
+
 pub const CF_RAFT_META: &str = "raft_meta";
 pub const CF_RAFT_LOG: &str = "raft_log";
 pub const CF_BUCKETS: &str = "buckets";
@@ -78,7 +83,7 @@ pub const CF_REPL_STATE: &str = "repl_state";
 pub const CF_REPL_VERSIONS: &str = "repl_versions";
 pub const CF_REPL_UPLOADS: &str = "repl_uploads";
 /// Block id -> `IntentRecord`: blocks handed to a writer, not committed yet
-/// (DESIGN invariant 9, `apply/blocks.rs`).
+/// (docs/architecture.md, invariant 9; `apply/blocks.rs`).
 pub const CF_INTENTS: &str = "intents";
 /// When blocks lost their last reference: `i` block id -> since (ms, BE),
 /// and `t` since (BE) block id -> () to sweep them in time order.

@@ -11,7 +11,7 @@ use godwit_common::codec::Format;
 use godwit_common::MetaError;
 use rocksdb::{Direction, IteratorMode, WriteBatch, DB};
 
-use super::cf;
+use super::{cf, db_err};
 
 pub struct Overlay {
     db: Arc<DB>,
@@ -31,10 +31,6 @@ pub struct Overlay {
 pub type Row = (Vec<u8>, Vec<u8>);
 
 type UndoSlot = ((&'static str, Vec<u8>), Option<Option<Vec<u8>>>);
-
-fn db_err(e: rocksdb::Error) -> MetaError {
-    MetaError::Internal(format!("rocksdb: {e}"))
-}
 
 impl Overlay {
     pub fn new(db: Arc<DB>) -> Self {
