@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# Runs every test: no unused dependency (cargo-machete), Rust unit and
-# integration tests (which start real servers), then the aws-cli/boto3
-# suite in its own venv.
+# Runs every test: no unused dependency (cargo-machete), the build, Rust
+# unit and integration tests (which start real servers), then the
+# aws-cli/boto3 suite in its own venv. Prints how long each phase took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/ensure-deps.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/godwit-target}"
+source ./scripts/phase.sh
 # One cargo invocation for everything: a different package selection
 # resolves different build-dependency features and would compile RocksDB's
 # C++ again. Tests run in the release profile so that the binary they
 # build (target/release/godwit, used by pytest) is also the one the
 # container image holds: RocksDB is compiled once per CI run.
-echo "== unused dependencies"
+phase "unused dependencies"
 ./scripts/unused-deps.sh
-echo "== cargo test"
+phase "build (cargo test --no-run)"
+cargo test --release --workspace --no-run
+phase "cargo test"
 cargo test --release --workspace -- --test-threads=2
-echo "== pytest (aws-cli, boto3)"
+phase "pytest (aws-cli, boto3)"
 VENV="$(./scripts/pytest-env.sh)"
 GODWIT_BIN="$CARGO_TARGET_DIR/release/godwit" "$VENV/bin/python" -m pytest -q tests/py "$@"
+phase_end
