@@ -1,176 +1,244 @@
-//! Configuration of each role: command-line flags, `GODWIT_*` environment
-//! variables (clap reads both), then a TOML file (`--config`), then
-//! defaults, in that order of precedence.
+//! Configuration of each role, declared once: every option is a clap
+//! argument (a flag and its `GODWIT_*` environment variable) and a serde
+//! field of the same name (the key of a TOML file given with `--config`).
+//! `load` layers them with figment: defaults < TOML file < environment <
+//! flags. Each default is written once, in the argument's declaration
+//! (`default_value_t`), and every option group is a struct whose
+//! `Default` is those declared defaults, so roles and tests take it
+//! without listing fields. docs/configuration.md is generated from these
+//! declarations (`reference_markdown`; a test keeps it current).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context;
-use clap::Args;
-use serde::Deserialize;
+use clap::parser::ValueSource;
+use clap::{ArgAction, Args, FromArgMatches};
+use figment::providers::{Format, Serialized, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+
+pub use godwit_common::defaults::{
+    DEFAULT_BLOCK_SIZE, DEFAULT_INLINE_THRESHOLD, DEFAULT_MIN_PART_SIZE,
+};
 
 pub const DEFAULT_S3_LISTEN: &str = "127.0.0.1:9000";
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9001";
 pub const DEFAULT_REGION: &str = "us-east-1";
-/// Objects up to this size live inside their meta record (one Raft write,
-/// no datanode round trip).
-pub const DEFAULT_INLINE_THRESHOLD: usize = 4096;
-/// Bodies above the inline threshold are cut into blocks of this size.
-pub const DEFAULT_BLOCK_SIZE: usize = 4 << 20;
-/// S3's minimum size of every multipart part but the last.
-pub const DEFAULT_MIN_PART_SIZE: u64 = 5 << 20;
 /// Blocks no committed object names are deleted after this long: it must
 /// exceed the longest single PUT, since a PUT's blocks are unreferenced
 /// until its commit.
 pub const DEFAULT_GC_GRACE_SECS: u64 = 3600;
 pub const DEFAULT_GC_INTERVAL_SECS: u64 = 300;
+/// Heartbeat period of datanodes.
+pub const DEFAULT_HEARTBEAT_INTERVAL_SECS: u64 = 3;
+/// Pause between two scrubber passes.
+pub const DEFAULT_SCRUB_INTERVAL_SECS: u64 = 24 * 3600;
+/// Scrubber read rate: low enough to leave the disk to clients.
+pub const DEFAULT_SCRUB_BYTES_PER_SEC: u64 = 16 << 20;
 
-/// Every key a TOML file may set; each role reads the ones it knows.
-#[derive(Deserialize, Default, Debug)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    pub data_dir: Option<PathBuf>,
-    pub s3_listen: Option<String>,
-    pub admin_listen: Option<String>,
-    pub listen: Option<String>,
-    pub advertise: Option<String>,
-    pub region: Option<String>,
-    pub node_id: Option<u64>,
-    pub meta_endpoints: Option<Vec<String>>,
-    pub cluster_secret: Option<String>,
-    pub inline_threshold: Option<usize>,
-    pub block_size: Option<usize>,
-    pub min_part_size: Option<u64>,
-    pub gc_grace_secs: Option<u64>,
-    pub gc_interval_secs: Option<u64>,
-    pub io_backend: Option<String>,
-    pub direct_io: Option<bool>,
-    pub io_deadline_secs: Option<u64>,
-    pub reserve_bytes: Option<u64>,
-    pub meta_reserve_bytes: Option<u64>,
-    pub bootstrap: Option<bool>,
-    pub replication_factor: Option<usize>,
-    pub write_quorum: Option<usize>,
-    pub datanode_down_secs: Option<u64>,
-    pub repair_interval_secs: Option<u64>,
-    pub intent_ttl_secs: Option<u64>,
-    pub zone: Option<String>,
-    pub heartbeat_interval_secs: Option<u64>,
-    pub scrub_interval_secs: Option<u64>,
-    pub scrub_bytes_per_sec: Option<u64>,
-    /// Virtual-hosted-style domains (`--domain`).
-    pub domains: Option<Vec<String>>,
-    pub default_public_access_block: Option<bool>,
-    /// SSE-S3 key ring file (`--sse-key-file`).
-    pub sse_key_file: Option<PathBuf>,
-    /// Meta peers: `["1=http://meta1:9002", ...]` or one comma-separated
-    /// string.
-    pub peers: Option<PeersToml>,
-    // ---- listeners and outbound TLS (`NetArgs`) ----
-    pub tls_cert: Option<PathBuf>,
-    pub tls_key: Option<PathBuf>,
-    pub ca_file: Option<PathBuf>,
-    pub insecure_skip_verify: Option<bool>,
-    pub header_read_timeout_secs: Option<u64>,
-    pub body_idle_timeout_secs: Option<u64>,
-    pub keepalive_idle_secs: Option<u64>,
-    pub max_connections: Option<usize>,
-}
+// ---- layering ----
 
-/// `peers` in a TOML file: a list of `ID=URL`, or one string of them.
-#[derive(Deserialize, Debug)]
-#[serde(untagged)]
-pub enum PeersToml {
-    List(Vec<String>),
-    One(String),
-}
-
-fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
-    match path {
-        None => Ok(FileConfig::default()),
-        Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))
-        }
-    }
-}
-
-/// `--domain` flags (or `GODWIT_DOMAINS`) if any, else the file's
-/// `domains`, normalized.
-fn resolve_domains(flags: Vec<String>, f: &mut FileConfig) -> Vec<String> {
-    let domains = if flags.is_empty() {
-        f.domains.take().unwrap_or_default()
-    } else {
-        flags
+/// The options of one role: parsed by clap (flags and environment), then
+/// layered over the TOML file `--config` names, over the declared
+/// defaults. Keys of the file are the options' names with `_` for `-`
+/// (`--gc-grace-secs` is `gc_grace_secs`); a key no option of the role has
+/// stops the start, naming it.
+pub fn load<T>(matches: &clap::ArgMatches) -> anyhow::Result<T>
+where
+    T: Args + FromArgMatches + Serialize + for<'de> Deserialize<'de>,
+{
+    let parsed = T::from_arg_matches(matches)?;
+    let Some(path) = matches.try_get_one::<PathBuf>("config").ok().flatten() else {
+        return Ok(parsed);
     };
-    godwit_gateway::vhost::normalize_domains(domains)
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let file: toml::Table =
+        toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let keys = toml_keys(&T::augment_args(clap::Command::new("role")));
+    if let Some(unknown) = file.keys().find(|k| !keys.contains(k.as_str())) {
+        anyhow::bail!(
+            "{}: unknown key {unknown:?} (the keys are this role's flags, `_` for `-`: see docs/configuration.md)",
+            path.display()
+        );
+    }
+    // What came from a flag or the environment, over the file.
+    let explicit: figment::value::Dict = match figment::value::Value::serialize(&parsed)? {
+        figment::value::Value::Dict(_, dict) => dict
+            .into_iter()
+            .filter(|(k, _)| {
+                matches!(
+                    matches.value_source(k),
+                    Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+                )
+            })
+            .collect(),
+        _ => unreachable!("options serialize as a map"),
+    };
+    let layered = Figment::from(Serialized::defaults(&parsed))
+        .merge(Toml::string(&text))
+        .merge(Serialized::defaults(explicit))
+        .extract();
+    layered.map_err(|e| {
+        // The options are flattened groups, which serde reads without
+        // their keys' names: find the key that does not fit by itself.
+        let culprit = file.iter().find(|(k, v)| {
+            Figment::from(Serialized::defaults(&parsed))
+                .merge(Serialized::default(k.as_str(), v))
+                .extract::<T>()
+                .is_err()
+        });
+        match culprit {
+            Some((k, v)) => anyhow::anyhow!("{}: key {k} = {v}: {e}", path.display()),
+            None => anyhow::anyhow!("{}: {e}", path.display()),
+        }
+    })
 }
+
+/// The TOML keys of a role's command: every option but `--config`.
+pub fn toml_keys(cmd: &clap::Command) -> BTreeSet<String> {
+    cmd.get_arguments()
+        .filter(|a| a.get_long().is_some() && a.get_id() != "config")
+        .map(|a| a.get_id().to_string())
+        .collect()
+}
+
+/// An option group's declared defaults, without reading the environment.
+pub fn declared_defaults<T: Args + FromArgMatches>() -> T {
+    let cmd = T::augment_args(clap::Command::new("defaults")).mut_args(|a| a.env(None::<&str>));
+    let matches = cmd
+        .try_get_matches_from(["defaults"])
+        .expect("every option has a default or is optional");
+    T::from_arg_matches(&matches).expect("defaults parse")
+}
+
+macro_rules! declared_default {
+    ($($t:ty),*) => {$(
+        impl Default for $t {
+            fn default() -> Self {
+                declared_defaults()
+            }
+        }
+    )*};
+}
+
+declared_default!(
+    StorageArgs,
+    ReplicationArgs,
+    ServerArgs,
+    SseArgs,
+    MetaArgs,
+    DatanodeArgs,
+    MetaLinkArgs,
+    GatewayArgs,
+    ReplicatorArgs,
+    NetArgs,
+    TierArgs,
+    DatanodeTierArgs
+);
+
+/// A list option in a TOML file: a list, or one comma-separated string
+/// (as the flag and the environment variable take it).
+fn list_or_csv<'de, D>(d: D) -> Result<Vec<String>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrCsv {
+        List(Vec<String>),
+        One(String),
+    }
+    Ok(match ListOrCsv::deserialize(d)? {
+        ListOrCsv::List(v) => v,
+        ListOrCsv::One(s) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
+    })
+}
+
+fn opt_list_or_csv<'de, D>(d: D) -> Result<Option<Vec<String>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Option::<serde_json::Value>::deserialize(d)?
+        .map(|v| list_or_csv(v).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+// ---- the options ----
 
 /// Which block I/O backend a datanode uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum IoBackend {
     /// io_uring, falling back to the thread pool when the kernel refuses it.
+    #[value(alias = "io_uring")]
+    #[serde(alias = "io_uring")]
     Auto,
     Threadpool,
 }
 
-fn parse_backend(s: Option<String>) -> anyhow::Result<IoBackend> {
-    match s.as_deref() {
-        None | Some("auto") | Some("io_uring") => Ok(IoBackend::Auto),
-        Some("threadpool") => Ok(IoBackend::Threadpool),
-        Some(other) => {
-            anyhow::bail!("io backend must be auto, io_uring or threadpool, not {other:?}")
-        }
-    }
-}
-
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
 pub struct StorageArgs {
     /// Objects up to this many bytes are stored inline in metadata.
-    #[arg(long, env = "GODWIT_INLINE_THRESHOLD")]
-    pub inline_threshold: Option<usize>,
-    /// Block size in bytes for larger objects.
-    #[arg(long, env = "GODWIT_BLOCK_SIZE")]
-    pub block_size: Option<usize>,
+    #[arg(long, env = "GODWIT_INLINE_THRESHOLD", default_value_t = DEFAULT_INLINE_THRESHOLD)]
+    pub inline_threshold: usize,
+    /// Block size in bytes for larger objects (at least 64 KiB).
+    #[arg(long, env = "GODWIT_BLOCK_SIZE", default_value_t = DEFAULT_BLOCK_SIZE)]
+    pub block_size: usize,
     /// Minimum size of multipart parts other than the last.
-    #[arg(long, env = "GODWIT_MIN_PART_SIZE", hide = true)]
-    pub min_part_size: Option<u64>,
-    /// Grace period before unreferenced blocks are collected.
-    #[arg(long, env = "GODWIT_GC_GRACE_SECS")]
-    pub gc_grace_secs: Option<u64>,
-    /// How often the block collector runs.
-    #[arg(long, env = "GODWIT_GC_INTERVAL_SECS")]
-    pub gc_interval_secs: Option<u64>,
-    /// Block I/O backend: auto (io_uring, else thread pool) or threadpool.
-    #[arg(long, env = "GODWIT_IO_BACKEND")]
-    pub io_backend: Option<String>,
+    #[arg(long, env = "GODWIT_MIN_PART_SIZE", hide = true, default_value_t = DEFAULT_MIN_PART_SIZE)]
+    pub min_part_size: u64,
+    /// Seconds before a block no committed object names is collected; it
+    /// must exceed the longest single PUT.
+    #[arg(long, env = "GODWIT_GC_GRACE_SECS", default_value_t = DEFAULT_GC_GRACE_SECS)]
+    pub gc_grace_secs: u64,
+    /// Seconds between two runs of the block collector.
+    #[arg(long, env = "GODWIT_GC_INTERVAL_SECS", default_value_t = DEFAULT_GC_INTERVAL_SECS)]
+    pub gc_interval_secs: u64,
+    /// Block I/O backend: auto (io_uring, else the thread pool) or
+    /// threadpool.
+    #[arg(long, env = "GODWIT_IO_BACKEND", value_enum, default_value_t = IoBackend::Auto)]
+    pub io_backend: IoBackend,
     /// Write block files with O_DIRECT where the data dir's file system
-    /// takes it (default true); false: through the page cache.
-    #[arg(long, env = "GODWIT_DIRECT_IO")]
-    pub direct_io: Option<bool>,
+    /// takes it (probed at start; tmpfs does not); false: through the page
+    /// cache.
+    #[arg(long, env = "GODWIT_DIRECT_IO", action = ArgAction::Set, default_value_t = true)]
+    pub direct_io: bool,
     /// Seconds a datanode may make no progress on a block read or write
     /// (take no bytes, send none, not answer) before the call is abandoned
-    /// and the node is skipped for a while. Default 5.
-    #[arg(long, env = "GODWIT_IO_DEADLINE_SECS")]
-    pub io_deadline_secs: Option<u64>,
+    /// and the node is skipped for 30 s. It bounds time without progress,
+    /// not a transfer.
+    #[arg(long, env = "GODWIT_IO_DEADLINE_SECS",
+          default_value_t = godwit_common::block_api::DEFAULT_IO_DEADLINE.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub io_deadline_secs: u64,
     /// Free bytes a datanode keeps on its disk: below this it takes no new
-    /// blocks (clients get 507 StorageFull) and still serves reads.
-    /// Default 256 MiB; 0 refuses only on a real ENOSPC.
-    #[arg(long, env = "GODWIT_RESERVE_BYTES")]
-    pub reserve_bytes: Option<u64>,
-    /// Free bytes meta keeps on its disk: below this, writes that add data
-    /// are refused with 507 StorageFull; reads and deletes go on.
-    /// Default 64 MiB; 0 turns the guard off.
-    #[arg(long, env = "GODWIT_META_RESERVE_BYTES")]
-    pub meta_reserve_bytes: Option<u64>,
-    /// Deletes and upload aborts per second the lifecycle worker makes at
-    /// most (on the meta leader), so that client traffic is not starved.
-    /// Default 100.
-    #[arg(long, env = "GODWIT_LIFECYCLE_OPS_PER_SEC")]
-    pub lifecycle_ops_per_sec: Option<u32>,
-    /// Milliseconds between lifecycle rounds. Default 60000.
-    #[arg(long, env = "GODWIT_LIFECYCLE_INTERVAL_MS", hide = true)]
-    pub lifecycle_interval_ms: Option<u64>,
+    /// blocks (clients get 507 StorageFull) and still serves reads. 0
+    /// refuses only on a real ENOSPC.
+    #[arg(long, env = "GODWIT_RESERVE_BYTES", default_value_t = godwit_datanode::DEFAULT_RESERVE_BYTES)]
+    pub reserve_bytes: u64,
+    /// Free bytes meta keeps on its disk for its Raft log and compactions:
+    /// below this, writes that add data answer 507 StorageFull; reads,
+    /// deletes and aborts go on. 0 turns the guard off.
+    #[arg(long, env = "GODWIT_META_RESERVE_BYTES", default_value_t = godwit_meta::DEFAULT_META_RESERVE_BYTES)]
+    pub meta_reserve_bytes: u64,
+    /// Deletes and upload aborts per second the lifecycle worker (on the
+    /// meta leader) makes at most, so that client traffic is not starved.
+    #[arg(long, env = "GODWIT_LIFECYCLE_OPS_PER_SEC",
+          default_value_t = godwit_meta::lifecycle::LifecycleSettings::default().ops_per_sec,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub lifecycle_ops_per_sec: u32,
+    /// Milliseconds between lifecycle rounds.
+    #[arg(long, env = "GODWIT_LIFECYCLE_INTERVAL_MS", hide = true,
+          default_value_t = godwit_meta::lifecycle::LifecycleSettings::default().interval.as_millis() as u64)]
+    pub lifecycle_interval_ms: u64,
     /// Tests only: a file holding a number of milliseconds added to meta's
     /// clock (re-read at every reading), so that tests move time forward
     /// (lifecycle expiry) instead of waiting days. Never set in production.
@@ -179,140 +247,385 @@ pub struct StorageArgs {
 }
 
 /// Replication worker tunables (`godwit server` and `godwit replicator`).
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
 pub struct ReplicationArgs {
     /// Tasks in flight in the RTC lane.
-    #[arg(long, env = "GODWIT_REPLICATION_RTC_CONCURRENCY")]
-    pub replication_rtc_concurrency: Option<usize>,
+    #[arg(long, env = "GODWIT_REPLICATION_RTC_CONCURRENCY",
+          default_value_t = godwit_replication::ReplicatorConfig::default().rtc_concurrency)]
+    pub replication_rtc_concurrency: usize,
     /// Tasks in flight in the standard lane.
-    #[arg(long, env = "GODWIT_REPLICATION_STANDARD_CONCURRENCY")]
-    pub replication_standard_concurrency: Option<usize>,
+    #[arg(long, env = "GODWIT_REPLICATION_STANDARD_CONCURRENCY",
+          default_value_t = godwit_replication::ReplicatorConfig::default().standard_concurrency)]
+    pub replication_standard_concurrency: usize,
     /// Tasks in flight in the backfill lane.
-    #[arg(long, env = "GODWIT_REPLICATION_BACKFILL_CONCURRENCY")]
-    pub replication_backfill_concurrency: Option<usize>,
+    #[arg(long, env = "GODWIT_REPLICATION_BACKFILL_CONCURRENCY",
+          default_value_t = godwit_replication::ReplicatorConfig::default().backfill_concurrency)]
+    pub replication_backfill_concurrency: usize,
     /// Attempts before a task is FAILED.
-    #[arg(long, env = "GODWIT_REPLICATION_MAX_ATTEMPTS")]
-    pub replication_max_attempts: Option<u32>,
+    #[arg(long, env = "GODWIT_REPLICATION_MAX_ATTEMPTS",
+          default_value_t = godwit_replication::ReplicatorConfig::default().max_attempts)]
+    pub replication_max_attempts: u32,
     /// Upper bound of the retry backoff, ms.
-    #[arg(long, env = "GODWIT_REPLICATION_BACKOFF_MAX_MS")]
-    pub replication_backoff_max_ms: Option<u64>,
+    #[arg(long, env = "GODWIT_REPLICATION_BACKOFF_MAX_MS",
+          default_value_t = godwit_replication::ReplicatorConfig::default().backoff_max_ms)]
+    pub replication_backoff_max_ms: u64,
     /// Objects above this many bytes are HEADed at the destination first.
-    #[arg(long, env = "GODWIT_REPLICATION_OPTIMISTIC_THRESHOLD")]
-    pub replication_optimistic_threshold: Option<u64>,
+    #[arg(long, env = "GODWIT_REPLICATION_OPTIMISTIC_THRESHOLD",
+          default_value_t = godwit_replication::ReplicatorConfig::default().optimistic_threshold)]
+    pub replication_optimistic_threshold: u64,
     /// Keys a verify job or an existing-object comparison lists per page
-    /// and side (its progress is saved after every page). Default 1000,
-    /// the most S3 lists at once.
-    #[arg(long, env = "GODWIT_REPLICATION_VERIFY_PAGE")]
-    pub replication_verify_page: Option<usize>,
+    /// and side (its progress is saved after every page); 1000 is the most
+    /// S3 lists at once.
+    #[arg(long, env = "GODWIT_REPLICATION_VERIFY_PAGE",
+          default_value_t = godwit_replication::ReplicatorConfig::default().verify_page_keys)]
+    pub replication_verify_page: usize,
     /// Existing-object replication stops queueing a rule's objects while
-    /// this many of its backfill tasks wait (default 20000).
-    #[arg(long, env = "GODWIT_REPLICATION_BACKFILL_MAX_PENDING")]
-    pub replication_backfill_max_pending: Option<u64>,
+    /// this many of its backfill tasks wait.
+    #[arg(long, env = "GODWIT_REPLICATION_BACKFILL_MAX_PENDING",
+          default_value_t = godwit_replication::ReplicatorConfig::default().backfill_max_pending)]
+    pub replication_backfill_max_pending: u64,
 }
 
 impl ReplicationArgs {
-    pub fn resolve(self, region: &str) -> godwit_replication::ReplicatorConfig {
-        let d = godwit_replication::ReplicatorConfig::default();
+    pub fn resolve(&self, region: &str) -> godwit_replication::ReplicatorConfig {
         godwit_replication::ReplicatorConfig {
             region: region.to_string(),
-            rtc_concurrency: self
-                .replication_rtc_concurrency
-                .unwrap_or(d.rtc_concurrency),
-            standard_concurrency: self
-                .replication_standard_concurrency
-                .unwrap_or(d.standard_concurrency),
-            backfill_concurrency: self
-                .replication_backfill_concurrency
-                .unwrap_or(d.backfill_concurrency),
-            max_attempts: self.replication_max_attempts.unwrap_or(d.max_attempts),
-            backoff_max_ms: self.replication_backoff_max_ms.unwrap_or(d.backoff_max_ms),
-            optimistic_threshold: self
-                .replication_optimistic_threshold
-                .unwrap_or(d.optimistic_threshold),
-            verify_page_keys: self.replication_verify_page.unwrap_or(d.verify_page_keys),
-            backfill_max_pending: self
-                .replication_backfill_max_pending
-                .unwrap_or(d.backfill_max_pending),
-            ..d
+            rtc_concurrency: self.replication_rtc_concurrency,
+            standard_concurrency: self.replication_standard_concurrency,
+            backfill_concurrency: self.replication_backfill_concurrency,
+            max_attempts: self.replication_max_attempts,
+            backoff_max_ms: self.replication_backoff_max_ms,
+            optimistic_threshold: self.replication_optimistic_threshold,
+            verify_page_keys: self.replication_verify_page,
+            backfill_max_pending: self.replication_backfill_max_pending,
+            ..Default::default()
         }
     }
 }
 
-#[derive(Args, Debug)]
-pub struct ServerArgs {
-    /// TOML file with any of the options below (snake_case keys).
-    #[arg(long, env = "GODWIT_CONFIG")]
-    pub config: Option<PathBuf>,
-    /// Where metadata, blocks and generated credentials live.
-    #[arg(long, env = "GODWIT_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Address of the S3 listener.
-    #[arg(long, env = "GODWIT_S3_LISTEN")]
-    pub s3_listen: Option<String>,
-    /// Address of the admin listener (/health, /metrics, admin API).
-    #[arg(long, env = "GODWIT_ADMIN_LISTEN")]
-    pub admin_listen: Option<String>,
-    /// Region name (the S3 LocationConstraint of this endpoint).
-    #[arg(long, env = "GODWIT_REGION")]
-    pub region: Option<String>,
-    /// Domain for virtual-hosted-style requests (`<bucket>.<domain>`);
-    /// repeat the flag or separate with commas. Path style always works.
-    #[arg(long = "domain", env = "GODWIT_DOMAINS", value_delimiter = ',')]
-    pub domains: Vec<String>,
-    /// New S3 buckets get a public access block with all four switches
-    /// on, as on AWS since 2023 (`false`: none; OSS buckets never do).
-    #[arg(long, env = "GODWIT_DEFAULT_PUBLIC_ACCESS_BLOCK")]
-    pub default_public_access_block: Option<bool>,
+/// The options every role's listeners and outbound clients take.
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+pub struct NetArgs {
+    /// PEM certificate chain: every listener of this process (S3, admin,
+    /// meta, datanode) serves TLS 1.2/1.3 with it. Reread on SIGHUP.
+    #[arg(long, env = "GODWIT_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "GODWIT_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
     #[command(flatten)]
-    pub net: NetArgs,
-    #[command(flatten)]
-    pub storage: StorageArgs,
-    #[command(flatten)]
-    pub replication: ReplicationArgs,
-    #[command(flatten)]
-    pub tier: TierArgs,
-    #[command(flatten)]
-    pub datanode_tier: DatanodeTierArgs,
-    #[command(flatten)]
-    pub sse: SseArgs,
+    #[serde(flatten)]
+    pub outbound: OutboundTlsArgs,
+    /// Seconds from a request head's first byte to its end (and for a TLS
+    /// handshake); 0: none.
+    #[arg(long, env = "GODWIT_HEADER_READ_TIMEOUT_SECS",
+          default_value_t = crate::listen::DEFAULT_HEADER_READ_TIMEOUT_SECS)]
+    pub header_read_timeout_secs: u64,
+    /// Seconds a request body may send nothing before the request is cut
+    /// (the upload is abandoned, 400 RequestTimeout); 0: none.
+    #[arg(long, env = "GODWIT_BODY_IDLE_TIMEOUT_SECS",
+          default_value_t = crate::listen::DEFAULT_BODY_IDLE_TIMEOUT_SECS)]
+    pub body_idle_timeout_secs: u64,
+    /// Seconds a keep-alive connection may sit idle between requests;
+    /// 0: none.
+    #[arg(long, env = "GODWIT_KEEPALIVE_IDLE_SECS",
+          default_value_t = crate::listen::DEFAULT_KEEPALIVE_IDLE_SECS)]
+    pub keepalive_idle_secs: u64,
+    /// Connections served at once per listener; one more is answered 503
+    /// SlowDown and closed. 0: no cap.
+    #[arg(long, env = "GODWIT_MAX_CONNECTIONS",
+          default_value_t = crate::listen::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
 }
 
+/// What outbound HTTPS clients trust (`--ca-file`,
+/// `--insecure-skip-verify`): in `common` so that the tools take the same
+/// flags.
+pub use godwit_common::net::tls::OutboundTlsArgs;
+
 /// Where SSE-S3's master keys come from (`godwit_common::sse::KeyRing`).
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
 pub struct SseArgs {
     /// Key ring file of SSE-S3's master keys (JSON; `godwit admin sse
     /// rotate --key-file F` adds a key and the roles reread it). Every
     /// gateway and replicator of a region needs the same ring. `godwit
     /// server` defaults to <data-dir>/sse-keys.json, made at first start.
-    #[arg(long, env = "GODWIT_SSE_KEY_FILE")]
+    #[arg(long, env = "GODWIT_SSE_KEY_FILE", conflicts_with = "sse_master_key")]
     pub sse_key_file: Option<PathBuf>,
     /// One master key (base64 of 32 bytes) instead of a key ring file.
     #[arg(long, env = "GODWIT_SSE_MASTER_KEY", hide_env_values = true)]
     pub sse_master_key: Option<String>,
 }
 
+/// Block placement and repair policy (meta, and the all-in-one server).
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+pub struct TierArgs {
+    /// Copies of each block, on distinct datanodes (distinct zones when
+    /// datanodes declare --zone).
+    #[arg(long, env = "GODWIT_REPLICATION_FACTOR", default_value_t = 1,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub replication_factor: usize,
+    /// Durable acks a block write needs before the object commits
+    /// (default: a majority of the replication factor, 2 of 3); missing
+    /// copies are repaired.
+    #[arg(long, env = "GODWIT_WRITE_QUORUM")]
+    pub write_quorum: Option<usize>,
+    /// Seconds without a heartbeat after which a datanode is down.
+    #[arg(long, env = "GODWIT_DATANODE_DOWN_SECS",
+          default_value_t = godwit_meta::DEFAULT_DOWN_AFTER.as_secs())]
+    pub datanode_down_secs: u64,
+    /// Seconds between two repair rounds of the meta leader.
+    #[arg(long, env = "GODWIT_REPAIR_INTERVAL_SECS",
+          default_value_t = godwit_meta::DEFAULT_REPAIR_INTERVAL.as_secs())]
+    pub repair_interval_secs: u64,
+    /// Seconds a block intent (an allocated, uncommitted block) lives
+    /// without renewal; writers renew at a third of it while the body
+    /// streams, so only an abandoned upload's blocks expire.
+    #[arg(long, env = "GODWIT_INTENT_TTL_SECS",
+          default_value_t = godwit_meta::DEFAULT_INTENT_TTL.as_secs())]
+    pub intent_ttl_secs: u64,
+}
+
+/// What a datanode adds to the tier: its zone, heartbeat and scrubber.
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+pub struct DatanodeTierArgs {
+    /// Failure domain of this datanode (rack, host, availability zone):
+    /// copies of a block go to distinct zones.
+    #[arg(long, env = "GODWIT_ZONE")]
+    pub zone: Option<String>,
+    /// Seconds between two heartbeats to meta.
+    #[arg(long, env = "GODWIT_HEARTBEAT_INTERVAL_SECS", default_value_t = DEFAULT_HEARTBEAT_INTERVAL_SECS)]
+    pub heartbeat_interval_secs: u64,
+    /// Seconds between two scrubber passes over every block.
+    #[arg(long, env = "GODWIT_SCRUB_INTERVAL_SECS", default_value_t = DEFAULT_SCRUB_INTERVAL_SECS)]
+    pub scrub_interval_secs: u64,
+    /// Scrubber read rate limit in bytes/s (0: none).
+    #[arg(long, env = "GODWIT_SCRUB_BYTES_PER_SEC", default_value_t = DEFAULT_SCRUB_BYTES_PER_SEC)]
+    pub scrub_bytes_per_sec: u64,
+}
+
+/// How a role that is not meta reaches the region's meta nodes.
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+pub struct MetaLinkArgs {
+    /// Meta nodes' internal URLs, comma separated (required).
+    #[arg(long, env = "GODWIT_META_ENDPOINTS", value_delimiter = ',')]
+    #[serde(default, deserialize_with = "opt_list_or_csv")]
+    pub meta_endpoints: Option<Vec<String>>,
+    /// Shared secret of the region's internal traffic (required).
+    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+}
+
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+pub struct ServerArgs {
+    /// TOML file with any of the options below (keys: the flags' names
+    /// with `_` for `-`).
+    #[arg(long, env = "GODWIT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Where metadata, blocks and generated credentials live.
+    #[arg(long, env = "GODWIT_DATA_DIR", default_value = "./godwit-data")]
+    pub data_dir: PathBuf,
+    /// Address of the S3 listener.
+    #[arg(long, env = "GODWIT_S3_LISTEN", default_value = DEFAULT_S3_LISTEN)]
+    pub s3_listen: String,
+    /// Address of the admin listener (/health, /metrics, admin API).
+    #[arg(long, env = "GODWIT_ADMIN_LISTEN", default_value = DEFAULT_ADMIN_LISTEN)]
+    pub admin_listen: String,
+    /// Region name (the S3 LocationConstraint of this endpoint).
+    #[arg(long, env = "GODWIT_REGION", default_value = DEFAULT_REGION)]
+    pub region: String,
+    /// Domain for virtual-hosted-style requests (`<bucket>.<domain>`);
+    /// repeat the flag or separate with commas. Path style always works.
+    #[arg(long = "domain", env = "GODWIT_DOMAINS", value_delimiter = ',')]
+    #[serde(default, deserialize_with = "list_or_csv")]
+    pub domains: Vec<String>,
+    /// New S3 buckets get a public access block with all four switches
+    /// on, as on AWS since 2023 (false: none; OSS buckets never do).
+    #[arg(long, env = "GODWIT_DEFAULT_PUBLIC_ACCESS_BLOCK", action = ArgAction::Set, default_value_t = true)]
+    pub default_public_access_block: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub replication: ReplicationArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub tier: TierArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub datanode_tier: DatanodeTierArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub sse: SseArgs,
+}
+
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+pub struct MetaArgs {
+    /// TOML file with any of the options below.
+    #[arg(long, env = "GODWIT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Where the Raft log and the state machine live.
+    #[arg(long, env = "GODWIT_DATA_DIR", default_value = "./godwit-meta")]
+    pub data_dir: PathBuf,
+    /// Internal listener (Raft and meta RPC).
+    #[arg(long, env = "GODWIT_LISTEN", default_value = "127.0.0.1:9002")]
+    pub listen: String,
+    /// Address other nodes use to reach this one (default: --listen).
+    #[arg(long, env = "GODWIT_ADVERTISE")]
+    pub advertise: Option<String>,
+    /// Admin listener (/health, /metrics, admin API).
+    #[arg(long, env = "GODWIT_ADMIN_LISTEN", default_value = DEFAULT_ADMIN_LISTEN)]
+    pub admin_listen: String,
+    /// This node's id in the meta group.
+    #[arg(long, env = "GODWIT_NODE_ID", default_value_t = 1)]
+    pub node_id: u64,
+    /// Shared secret of the region's internal traffic (required).
+    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+    /// Initialize a one-node Raft group with this node when uninitialized
+    /// (ignored with --peers).
+    #[arg(long, env = "GODWIT_BOOTSTRAP", action = ArgAction::Set, default_value_t = true)]
+    pub bootstrap: bool,
+    /// The meta group's initial members, `ID=URL` comma separated (e.g.
+    /// `1=http://meta1:9002,2=http://meta2:9002,3=http://meta3:9002`).
+    /// When the group is uninitialized, the lowest id initializes it with
+    /// all of them; the others wait to be contacted.
+    #[arg(long, env = "GODWIT_PEERS", value_delimiter = ',')]
+    #[serde(default, deserialize_with = "opt_list_or_csv")]
+    pub peers: Option<Vec<String>>,
+    /// Bytes of a Raft snapshot sent per RPC to a catching-up member (at
+    /// most 12 MiB).
+    #[arg(long, env = "GODWIT_SNAPSHOT_CHUNK_SIZE", default_value_t = godwit_meta::DEFAULT_SNAPSHOT_CHUNK_SIZE)]
+    pub snapshot_chunk_size: u64,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub tier: TierArgs,
+}
+
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+pub struct DatanodeArgs {
+    /// TOML file with any of the options below.
+    #[arg(long, env = "GODWIT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Where block files live.
+    #[arg(long, env = "GODWIT_DATA_DIR", default_value = "./godwit-datanode")]
+    pub data_dir: PathBuf,
+    /// Internal listener (block reads and writes).
+    #[arg(long, env = "GODWIT_LISTEN", default_value = "127.0.0.1:9003")]
+    pub listen: String,
+    /// Address meta and gateways use to reach this node (default:
+    /// --listen).
+    #[arg(long, env = "GODWIT_ADVERTISE")]
+    pub advertise: Option<String>,
+    /// Admin listener (/health, /metrics).
+    #[arg(long, env = "GODWIT_ADMIN_LISTEN", default_value = "127.0.0.1:9004")]
+    pub admin_listen: String,
+    /// This datanode's id.
+    #[arg(long, env = "GODWIT_NODE_ID", default_value_t = 1)]
+    pub node_id: u64,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub meta_link: MetaLinkArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub datanode_tier: DatanodeTierArgs,
+}
+
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+pub struct GatewayArgs {
+    /// TOML file with any of the options below.
+    #[arg(long, env = "GODWIT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Address of the S3 listener.
+    #[arg(long, env = "GODWIT_S3_LISTEN", default_value = DEFAULT_S3_LISTEN)]
+    pub s3_listen: String,
+    /// Admin listener (/health, /metrics, admin API).
+    #[arg(long, env = "GODWIT_ADMIN_LISTEN", default_value = DEFAULT_ADMIN_LISTEN)]
+    pub admin_listen: String,
+    /// Region name (the S3 LocationConstraint of this endpoint).
+    #[arg(long, env = "GODWIT_REGION", default_value = DEFAULT_REGION)]
+    pub region: String,
+    /// Domain for virtual-hosted-style requests (`<bucket>.<domain>`);
+    /// repeat the flag or separate with commas. Path style always works.
+    #[arg(long = "domain", env = "GODWIT_DOMAINS", value_delimiter = ',')]
+    #[serde(default, deserialize_with = "list_or_csv")]
+    pub domains: Vec<String>,
+    /// New S3 buckets get a public access block with all four switches
+    /// on, as on AWS since 2023 (false: none; OSS buckets never do).
+    #[arg(long, env = "GODWIT_DEFAULT_PUBLIC_ACCESS_BLOCK", action = ArgAction::Set, default_value_t = true)]
+    pub default_public_access_block: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub meta_link: MetaLinkArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub sse: SseArgs,
+}
+
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+pub struct ReplicatorArgs {
+    /// TOML file with any of the options below.
+    #[arg(long, env = "GODWIT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// This region's name (written on replicas as their origin).
+    #[arg(long, env = "GODWIT_REGION", default_value = DEFAULT_REGION)]
+    pub region: String,
+    /// Admin listener (/health, /metrics).
+    #[arg(long, env = "GODWIT_ADMIN_LISTEN", default_value = "127.0.0.1:9005")]
+    pub admin_listen: String,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub meta_link: MetaLinkArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub replication: ReplicationArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub sse: SseArgs,
+}
+
+// ---- resolved configurations ----
+
 /// The key ring SSE-S3 uses
 pub type SharedKeyRing = Option<std::sync::Arc<godwit_common::sse::KeyRing>>;
 
 impl SseArgs {
-    /// The key ring the flags name; without any, the one in
+    /// The key ring the options name; without any, the one in
     /// `default_file` (made if missing), or none.
-    fn resolve(
-        self,
-        f: &mut FileConfig,
-        default_file: Option<&Path>,
-    ) -> anyhow::Result<SharedKeyRing> {
+    fn resolve(&self, default_file: Option<&Path>) -> anyhow::Result<SharedKeyRing> {
         use godwit_common::sse::KeyRing;
-        let ring = match (
-            self.sse_key_file.or(f.sse_key_file.take()),
-            self.sse_master_key,
-        ) {
+        let ring = match (&self.sse_key_file, &self.sse_master_key) {
             (Some(_), Some(_)) => {
                 anyhow::bail!("give --sse-key-file or --sse-master-key, not both")
             }
-            (Some(path), None) => KeyRing::from_file(&path)
+            (Some(path), None) => KeyRing::from_file(path)
                 .with_context(|| format!("SSE key ring {}", path.display()))?,
-            (None, Some(b64)) => KeyRing::from_master_key(&b64).context("--sse-master-key")?,
+            (None, Some(b64)) => KeyRing::from_master_key(b64).context("--sse-master-key")?,
             (None, None) => match default_file {
                 Some(path) => KeyRing::open_or_create(path)
                     .with_context(|| format!("SSE key ring {}", path.display()))?,
@@ -328,13 +641,13 @@ pub struct Storage {
     pub inline_threshold: usize,
     pub block_size: usize,
     pub min_part_size: u64,
-    pub gc_grace: std::time::Duration,
-    pub gc_interval: std::time::Duration,
+    pub gc_grace: Duration,
+    pub gc_interval: Duration,
     pub io_backend: IoBackend,
     /// `--direct-io`: datanodes write block files with `O_DIRECT`.
     pub direct_io: bool,
     /// Deadline of every block call (`godwit_common::block_api::DEFAULT_IO_DEADLINE`).
-    pub io_deadline: std::time::Duration,
+    pub io_deadline: Duration,
     /// `--reserve-bytes` of a datanode.
     pub reserve_bytes: u64,
     /// `--meta-reserve-bytes` of a meta node.
@@ -346,57 +659,32 @@ pub struct Storage {
 }
 
 impl Storage {
-    fn resolve(a: StorageArgs, f: &mut FileConfig) -> anyhow::Result<Self> {
-        let block_size = a.block_size.or(f.block_size).unwrap_or(DEFAULT_BLOCK_SIZE);
-        anyhow::ensure!(block_size >= 64 << 10, "block size must be at least 64 KiB");
+    fn resolve(a: &StorageArgs) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            a.block_size >= 64 << 10,
+            "block size must be at least 64 KiB"
+        );
+        anyhow::ensure!(
+            a.io_deadline_secs >= 1,
+            "--io-deadline-secs must be at least 1"
+        );
         Ok(Storage {
-            inline_threshold: a
-                .inline_threshold
-                .or(f.inline_threshold)
-                .unwrap_or(DEFAULT_INLINE_THRESHOLD),
-            block_size,
-            min_part_size: a
-                .min_part_size
-                .or(f.min_part_size)
-                .unwrap_or(DEFAULT_MIN_PART_SIZE),
-            gc_grace: std::time::Duration::from_secs(
-                a.gc_grace_secs
-                    .or(f.gc_grace_secs)
-                    .unwrap_or(DEFAULT_GC_GRACE_SECS),
-            ),
-            gc_interval: std::time::Duration::from_secs(
-                a.gc_interval_secs
-                    .or(f.gc_interval_secs)
-                    .unwrap_or(DEFAULT_GC_INTERVAL_SECS)
-                    .max(1),
-            ),
-            io_backend: parse_backend(a.io_backend.or(f.io_backend.take()))?,
-            direct_io: a.direct_io.or(f.direct_io).unwrap_or(true),
-            io_deadline: match a.io_deadline_secs.or(f.io_deadline_secs) {
-                Some(0) => anyhow::bail!("--io-deadline-secs must be at least 1"),
-                Some(s) => std::time::Duration::from_secs(s),
-                None => godwit_common::block_api::DEFAULT_IO_DEADLINE,
+            inline_threshold: a.inline_threshold,
+            block_size: a.block_size,
+            min_part_size: a.min_part_size,
+            gc_grace: Duration::from_secs(a.gc_grace_secs),
+            gc_interval: Duration::from_secs(a.gc_interval_secs.max(1)),
+            io_backend: a.io_backend,
+            direct_io: a.direct_io,
+            io_deadline: Duration::from_secs(a.io_deadline_secs),
+            reserve_bytes: a.reserve_bytes,
+            meta_reserve_bytes: a.meta_reserve_bytes,
+            lifecycle: godwit_meta::lifecycle::LifecycleSettings {
+                ops_per_sec: a.lifecycle_ops_per_sec.max(1),
+                interval: Duration::from_millis(a.lifecycle_interval_ms),
             },
-            reserve_bytes: a
-                .reserve_bytes
-                .or(f.reserve_bytes)
-                .unwrap_or(godwit_datanode::DEFAULT_RESERVE_BYTES),
-            meta_reserve_bytes: a
-                .meta_reserve_bytes
-                .or(f.meta_reserve_bytes)
-                .unwrap_or(godwit_meta::DEFAULT_META_RESERVE_BYTES),
-            lifecycle: {
-                let d = godwit_meta::lifecycle::LifecycleSettings::default();
-                godwit_meta::lifecycle::LifecycleSettings {
-                    ops_per_sec: a.lifecycle_ops_per_sec.unwrap_or(d.ops_per_sec).max(1),
-                    interval: a
-                        .lifecycle_interval_ms
-                        .map(std::time::Duration::from_millis)
-                        .unwrap_or(d.interval),
-                }
-            },
-            meta_clock: match a.test_clock_offset_file {
-                Some(path) => godwit_common::clock::OffsetFileClock::shared(path),
+            meta_clock: match &a.test_clock_offset_file {
+                Some(path) => godwit_common::clock::OffsetFileClock::shared(path.clone()),
                 None => godwit_common::clock::system(),
             },
         })
@@ -423,85 +711,23 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     pub fn resolve(a: ServerArgs) -> anyhow::Result<Self> {
-        let mut f = load_file(a.config.as_deref())?;
-        let region = a
-            .region
-            .or(f.region.take())
-            .unwrap_or_else(|| DEFAULT_REGION.into());
-        let data_dir = a
-            .data_dir
-            .or(f.data_dir.take())
-            .unwrap_or_else(|| PathBuf::from("./godwit-data"));
-        godwit_common::disk::create_dir_durable(&data_dir)
-            .with_context(|| format!("creating {}", data_dir.display()))?;
+        godwit_common::disk::create_dir_durable(&a.data_dir)
+            .with_context(|| format!("creating {}", a.data_dir.display()))?;
         Ok(ServerConfig {
-            sse_keys: a
-                .sse
-                .resolve(&mut f, Some(&data_dir.join("sse-keys.json")))?,
-            tier: a.tier.resolve(&mut f)?,
-            datanode_tier: a.datanode_tier.resolve(&mut f),
-            replication: a.replication.resolve(&region),
-            region,
-            domains: resolve_domains(a.domains, &mut f),
-            default_public_access_block: a
-                .default_public_access_block
-                .or(f.default_public_access_block.take())
-                .unwrap_or(true),
-            data_dir,
-            s3_listen: a
-                .s3_listen
-                .or(f.s3_listen.take())
-                .unwrap_or_else(|| DEFAULT_S3_LISTEN.into()),
-            admin_listen: a
-                .admin_listen
-                .or(f.admin_listen.take())
-                .unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
-            net: a.net.resolve(&mut f)?,
-            storage: Storage::resolve(a.storage, &mut f)?,
+            sse_keys: a.sse.resolve(Some(&a.data_dir.join("sse-keys.json")))?,
+            tier: a.tier.resolve()?,
+            datanode_tier: a.datanode_tier.resolve(),
+            replication: a.replication.resolve(&a.region),
+            domains: godwit_gateway::vhost::normalize_domains(a.domains),
+            default_public_access_block: a.default_public_access_block,
+            net: a.net.resolve()?,
+            storage: Storage::resolve(&a.storage)?,
+            region: a.region,
+            data_dir: a.data_dir,
+            s3_listen: a.s3_listen,
+            admin_listen: a.admin_listen,
         })
     }
-}
-
-#[derive(Args, Debug)]
-pub struct MetaArgs {
-    #[arg(long, env = "GODWIT_CONFIG")]
-    pub config: Option<PathBuf>,
-    #[arg(long, env = "GODWIT_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Internal listener (Raft and meta RPC).
-    #[arg(long, env = "GODWIT_LISTEN")]
-    pub listen: Option<String>,
-    /// Address other nodes use to reach this one (default: --listen).
-    #[arg(long, env = "GODWIT_ADVERTISE")]
-    pub advertise: Option<String>,
-    /// Admin listener (/health, /metrics, admin API).
-    #[arg(long, env = "GODWIT_ADMIN_LISTEN")]
-    pub admin_listen: Option<String>,
-    #[arg(long, env = "GODWIT_NODE_ID")]
-    pub node_id: Option<u64>,
-    /// Shared secret of the region's internal traffic.
-    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
-    pub cluster_secret: Option<String>,
-    /// Initialize a one-node Raft group with this node when uninitialized
-    /// (ignored with --peers).
-    #[arg(long, env = "GODWIT_BOOTSTRAP")]
-    pub bootstrap: Option<bool>,
-    /// The meta group's initial members, `ID=URL` comma separated (e.g.
-    /// `1=http://meta1:9002,2=http://meta2:9002,3=http://meta3:9002`).
-    /// When the group is uninitialized, the lowest id initializes it with
-    /// all of them; the others wait to be contacted.
-    #[arg(long, env = "GODWIT_PEERS", value_delimiter = ',')]
-    pub peers: Option<Vec<String>>,
-    /// Bytes of a Raft snapshot sent per RPC to a catching-up member (at
-    /// most 12 MiB).
-    #[arg(long, env = "GODWIT_SNAPSHOT_CHUNK_SIZE", default_value_t = godwit_meta::DEFAULT_SNAPSHOT_CHUNK_SIZE)]
-    pub snapshot_chunk_size: u64,
-    #[command(flatten)]
-    pub net: NetArgs,
-    #[command(flatten)]
-    pub storage: StorageArgs,
-    #[command(flatten)]
-    pub tier: TierArgs,
 }
 
 #[derive(Debug)]
@@ -527,67 +753,21 @@ fn required(v: Option<String>, what: &str) -> anyhow::Result<String> {
 
 impl MetaRoleConfig {
     pub fn resolve(a: MetaArgs) -> anyhow::Result<Self> {
-        let mut f = load_file(a.config.as_deref())?;
-        let listen = a
-            .listen
-            .or(f.listen.take())
-            .unwrap_or_else(|| "127.0.0.1:9002".into());
         Ok(MetaRoleConfig {
-            data_dir: a
-                .data_dir
-                .or(f.data_dir.take())
-                .unwrap_or_else(|| PathBuf::from("./godwit-meta")),
-            advertise: a
-                .advertise
-                .or(f.advertise.take())
-                .unwrap_or_else(|| listen.clone()),
-            listen,
-            admin_listen: a
-                .admin_listen
-                .or(f.admin_listen.take())
-                .unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
-            node_id: a.node_id.or(f.node_id).unwrap_or(1),
-            cluster_secret: required(
-                a.cluster_secret.or(f.cluster_secret.take()),
-                "--cluster-secret",
-            )?,
-            bootstrap: a.bootstrap.or(f.bootstrap).unwrap_or(true),
+            advertise: a.advertise.unwrap_or_else(|| a.listen.clone()),
+            listen: a.listen,
+            data_dir: a.data_dir,
+            admin_listen: a.admin_listen,
+            node_id: a.node_id,
+            cluster_secret: required(a.cluster_secret, "--cluster-secret")?,
+            bootstrap: a.bootstrap,
             snapshot_chunk_size: a.snapshot_chunk_size,
-            tier: a.tier.resolve(&mut f)?,
-            peers: godwit_meta::cluster::parse_peers(&match (a.peers, f.peers.take()) {
-                (Some(p), _) | (None, Some(PeersToml::List(p))) => p,
-                (None, Some(PeersToml::One(p))) => vec![p],
-                (None, None) => Vec::new(),
-            })?,
-            net: a.net.resolve(&mut f)?,
-            storage: Storage::resolve(a.storage, &mut f)?,
+            tier: a.tier.resolve()?,
+            peers: godwit_meta::cluster::parse_peers(&a.peers.unwrap_or_default())?,
+            net: a.net.resolve()?,
+            storage: Storage::resolve(&a.storage)?,
         })
     }
-}
-
-#[derive(Args, Debug)]
-pub struct DatanodeArgs {
-    #[arg(long, env = "GODWIT_CONFIG")]
-    pub config: Option<PathBuf>,
-    #[arg(long, env = "GODWIT_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Internal listener (block reads and writes).
-    #[arg(long, env = "GODWIT_LISTEN")]
-    pub listen: Option<String>,
-    #[arg(long, env = "GODWIT_ADVERTISE")]
-    pub advertise: Option<String>,
-    #[arg(long, env = "GODWIT_ADMIN_LISTEN")]
-    pub admin_listen: Option<String>,
-    #[arg(long, env = "GODWIT_NODE_ID")]
-    pub node_id: Option<u64>,
-    #[command(flatten)]
-    pub meta_link: MetaLinkArgs,
-    #[command(flatten)]
-    pub net: NetArgs,
-    #[command(flatten)]
-    pub storage: StorageArgs,
-    #[command(flatten)]
-    pub datanode_tier: DatanodeTierArgs,
 }
 
 #[derive(Debug)]
@@ -605,43 +785,18 @@ pub struct DatanodeRoleConfig {
 
 impl DatanodeRoleConfig {
     pub fn resolve(a: DatanodeArgs) -> anyhow::Result<Self> {
-        let mut f = load_file(a.config.as_deref())?;
-        let listen = a
-            .listen
-            .or(f.listen.take())
-            .unwrap_or_else(|| "127.0.0.1:9003".into());
         Ok(DatanodeRoleConfig {
-            data_dir: a
-                .data_dir
-                .or(f.data_dir.take())
-                .unwrap_or_else(|| PathBuf::from("./godwit-datanode")),
-            advertise: a
-                .advertise
-                .or(f.advertise.take())
-                .unwrap_or_else(|| listen.clone()),
-            listen,
-            admin_listen: a
-                .admin_listen
-                .or(f.admin_listen.take())
-                .unwrap_or_else(|| "127.0.0.1:9004".into()),
-            node_id: a.node_id.or(f.node_id).unwrap_or(1),
-            meta: a.meta_link.resolve(&mut f)?,
-            tier: a.datanode_tier.resolve(&mut f),
-            net: a.net.resolve(&mut f)?,
-            storage: Storage::resolve(a.storage, &mut f)?,
+            advertise: a.advertise.unwrap_or_else(|| a.listen.clone()),
+            listen: a.listen,
+            data_dir: a.data_dir,
+            admin_listen: a.admin_listen,
+            node_id: a.node_id,
+            meta: a.meta_link.resolve()?,
+            tier: a.datanode_tier.resolve(),
+            net: a.net.resolve()?,
+            storage: Storage::resolve(&a.storage)?,
         })
     }
-}
-
-/// How a role that is not meta reaches the region's meta nodes.
-#[derive(Args, Debug)]
-pub struct MetaLinkArgs {
-    /// Meta nodes' internal URLs, comma separated.
-    #[arg(long, env = "GODWIT_META_ENDPOINTS", value_delimiter = ',')]
-    pub meta_endpoints: Option<Vec<String>>,
-    /// Shared secret of the region's internal traffic.
-    #[arg(long, env = "GODWIT_CLUSTER_SECRET", hide_env_values = true)]
-    pub cluster_secret: Option<String>,
 }
 
 #[derive(Debug)]
@@ -651,46 +806,15 @@ pub struct MetaLink {
 }
 
 impl MetaLinkArgs {
-    fn resolve(self, f: &mut FileConfig) -> anyhow::Result<MetaLink> {
+    fn resolve(self) -> anyhow::Result<MetaLink> {
         Ok(MetaLink {
             endpoints: self
                 .meta_endpoints
-                .or(f.meta_endpoints.take())
+                .filter(|e| !e.is_empty())
                 .context("--meta-endpoints is required")?,
-            cluster_secret: required(
-                self.cluster_secret.or(f.cluster_secret.take()),
-                "--cluster-secret",
-            )?,
+            cluster_secret: required(self.cluster_secret, "--cluster-secret")?,
         })
     }
-}
-
-#[derive(Args, Debug)]
-pub struct GatewayArgs {
-    #[arg(long, env = "GODWIT_CONFIG")]
-    pub config: Option<PathBuf>,
-    #[arg(long, env = "GODWIT_S3_LISTEN")]
-    pub s3_listen: Option<String>,
-    #[arg(long, env = "GODWIT_ADMIN_LISTEN")]
-    pub admin_listen: Option<String>,
-    #[arg(long, env = "GODWIT_REGION")]
-    pub region: Option<String>,
-    /// Domain for virtual-hosted-style requests (`<bucket>.<domain>`);
-    /// repeat the flag or separate with commas. Path style always works.
-    #[arg(long = "domain", env = "GODWIT_DOMAINS", value_delimiter = ',')]
-    pub domains: Vec<String>,
-    /// New S3 buckets get a public access block with all four switches
-    /// on, as on AWS since 2023 (`false`: none; OSS buckets never do).
-    #[arg(long, env = "GODWIT_DEFAULT_PUBLIC_ACCESS_BLOCK")]
-    pub default_public_access_block: Option<bool>,
-    #[command(flatten)]
-    pub meta_link: MetaLinkArgs,
-    #[command(flatten)]
-    pub net: NetArgs,
-    #[command(flatten)]
-    pub storage: StorageArgs,
-    #[command(flatten)]
-    pub sse: SseArgs,
 }
 
 #[derive(Debug)]
@@ -710,50 +834,18 @@ pub struct GatewayRoleConfig {
 
 impl GatewayRoleConfig {
     pub fn resolve(a: GatewayArgs) -> anyhow::Result<Self> {
-        let mut f = load_file(a.config.as_deref())?;
         Ok(GatewayRoleConfig {
-            sse_keys: a.sse.resolve(&mut f, None)?,
-            domains: resolve_domains(a.domains, &mut f),
-            default_public_access_block: a
-                .default_public_access_block
-                .or(f.default_public_access_block.take())
-                .unwrap_or(true),
-            s3_listen: a
-                .s3_listen
-                .or(f.s3_listen.take())
-                .unwrap_or_else(|| DEFAULT_S3_LISTEN.into()),
-            admin_listen: a
-                .admin_listen
-                .or(f.admin_listen.take())
-                .unwrap_or_else(|| DEFAULT_ADMIN_LISTEN.into()),
-            region: a
-                .region
-                .or(f.region.take())
-                .unwrap_or_else(|| DEFAULT_REGION.into()),
-            meta: a.meta_link.resolve(&mut f)?,
-            net: a.net.resolve(&mut f)?,
-            storage: Storage::resolve(a.storage, &mut f)?,
+            sse_keys: a.sse.resolve(None)?,
+            domains: godwit_gateway::vhost::normalize_domains(a.domains),
+            default_public_access_block: a.default_public_access_block,
+            s3_listen: a.s3_listen,
+            admin_listen: a.admin_listen,
+            region: a.region,
+            meta: a.meta_link.resolve()?,
+            net: a.net.resolve()?,
+            storage: Storage::resolve(&a.storage)?,
         })
     }
-}
-
-#[derive(Args, Debug)]
-pub struct ReplicatorArgs {
-    #[arg(long, env = "GODWIT_CONFIG")]
-    pub config: Option<PathBuf>,
-    /// This region's name (written on replicas as their origin).
-    #[arg(long, env = "GODWIT_REGION")]
-    pub region: Option<String>,
-    #[arg(long, env = "GODWIT_ADMIN_LISTEN")]
-    pub admin_listen: Option<String>,
-    #[command(flatten)]
-    pub meta_link: MetaLinkArgs,
-    #[command(flatten)]
-    pub net: NetArgs,
-    #[command(flatten)]
-    pub replication: ReplicationArgs,
-    #[command(flatten)]
-    pub sse: SseArgs,
 }
 
 #[derive(Debug)]
@@ -767,59 +859,14 @@ pub struct ReplicatorRoleConfig {
 
 impl ReplicatorRoleConfig {
     pub fn resolve(a: ReplicatorArgs) -> anyhow::Result<Self> {
-        let mut f = load_file(a.config.as_deref())?;
-        let region = a
-            .region
-            .or(f.region.take())
-            .unwrap_or_else(|| DEFAULT_REGION.into());
         Ok(ReplicatorRoleConfig {
-            sse_keys: a.sse.resolve(&mut f, None)?,
-            admin_listen: a
-                .admin_listen
-                .or(f.admin_listen.take())
-                .unwrap_or_else(|| "127.0.0.1:9005".into()),
-            meta: a.meta_link.resolve(&mut f)?,
-            net: a.net.resolve(&mut f)?,
-            replication: a.replication.resolve(&region),
+            sse_keys: a.sse.resolve(None)?,
+            admin_listen: a.admin_listen,
+            meta: a.meta_link.resolve()?,
+            net: a.net.resolve()?,
+            replication: a.replication.resolve(&a.region),
         })
     }
-}
-
-// ---- listeners (TLS, limits) and outbound TLS ----
-
-/// What outbound HTTPS clients trust (`--ca-file`,
-/// `--insecure-skip-verify`): in `common` so that the tools take the same
-/// flags.
-pub use godwit_common::net::tls::OutboundTlsArgs;
-
-/// TLS and limits of a role's listeners, and its outbound TLS.
-#[derive(Args, Debug, Default, Clone)]
-pub struct NetArgs {
-    /// PEM certificate chain: every listener of this process (S3, admin,
-    /// meta, datanode) serves TLS with it. Reloaded on SIGHUP.
-    #[arg(long, env = "GODWIT_TLS_CERT")]
-    pub tls_cert: Option<PathBuf>,
-    /// PEM private key of --tls-cert.
-    #[arg(long, env = "GODWIT_TLS_KEY")]
-    pub tls_key: Option<PathBuf>,
-    #[command(flatten)]
-    pub outbound: OutboundTlsArgs,
-    /// Seconds from a request head's first byte to its end (and for a TLS
-    /// handshake); 0: none. Default 30.
-    #[arg(long, env = "GODWIT_HEADER_READ_TIMEOUT_SECS")]
-    pub header_read_timeout_secs: Option<u64>,
-    /// Seconds a request body may send nothing before the request is cut
-    /// (the upload is abandoned); 0: none. Default 60.
-    #[arg(long, env = "GODWIT_BODY_IDLE_TIMEOUT_SECS")]
-    pub body_idle_timeout_secs: Option<u64>,
-    /// Seconds a keep-alive connection may sit idle between requests;
-    /// 0: none. Default 120.
-    #[arg(long, env = "GODWIT_KEEPALIVE_IDLE_SECS")]
-    pub keepalive_idle_secs: Option<u64>,
-    /// Connections served at once per listener; more are answered 503
-    /// SlowDown and closed. 0: no cap. Default 4096.
-    #[arg(long, env = "GODWIT_MAX_CONNECTIONS")]
-    pub max_connections: Option<usize>,
 }
 
 /// `NetArgs` resolved.
@@ -833,44 +880,21 @@ pub struct Net {
 }
 
 impl NetArgs {
-    fn resolve(self, f: &mut FileConfig) -> anyhow::Result<Net> {
-        use crate::listen::*;
-        let secs = |a: Option<u64>, f: Option<u64>, d: u64| {
-            std::time::Duration::from_secs(a.or(f).unwrap_or(d))
-        };
-        let tls = match (
-            self.tls_cert.or(f.tls_cert.take()),
-            self.tls_key.or(f.tls_key.take()),
-        ) {
+    fn resolve(self) -> anyhow::Result<Net> {
+        let tls = match (self.tls_cert, self.tls_key) {
             (Some(c), Some(k)) => Some((c, k)),
             (None, None) => None,
             _ => anyhow::bail!("--tls-cert and --tls-key go together"),
         };
         Ok(Net {
             tls,
-            ca_file: self.outbound.ca_file.or(f.ca_file.take()),
-            insecure_skip_verify: self.outbound.insecure_skip_verify
-                || f.insecure_skip_verify.unwrap_or(false),
-            limits: Limits {
-                header_read_timeout: secs(
-                    self.header_read_timeout_secs,
-                    f.header_read_timeout_secs,
-                    DEFAULT_HEADER_READ_TIMEOUT_SECS,
-                ),
-                body_idle_timeout: secs(
-                    self.body_idle_timeout_secs,
-                    f.body_idle_timeout_secs,
-                    DEFAULT_BODY_IDLE_TIMEOUT_SECS,
-                ),
-                keepalive_idle: secs(
-                    self.keepalive_idle_secs,
-                    f.keepalive_idle_secs,
-                    DEFAULT_KEEPALIVE_IDLE_SECS,
-                ),
-                max_connections: self
-                    .max_connections
-                    .or(f.max_connections)
-                    .unwrap_or(DEFAULT_MAX_CONNECTIONS),
+            ca_file: self.outbound.ca_file,
+            insecure_skip_verify: self.outbound.insecure_skip_verify,
+            limits: crate::listen::Limits {
+                header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
+                body_idle_timeout: Duration::from_secs(self.body_idle_timeout_secs),
+                keepalive_idle: Duration::from_secs(self.keepalive_idle_secs),
+                max_connections: self.max_connections,
             },
         })
     }
@@ -896,40 +920,6 @@ impl Net {
     }
 }
 
-// ---- the datanode tier (replication factor, liveness, repair, scrub) ----
-
-/// Heartbeat period of datanodes.
-pub const DEFAULT_HEARTBEAT_INTERVAL_SECS: u64 = 3;
-/// Pause between two scrubber passes.
-pub const DEFAULT_SCRUB_INTERVAL_SECS: u64 = 24 * 3600;
-/// Scrubber read rate: low enough to leave the disk to clients.
-pub const DEFAULT_SCRUB_BYTES_PER_SEC: u64 = 16 << 20;
-
-/// Block placement and repair policy (meta, and the all-in-one server).
-#[derive(Args, Debug, Default)]
-pub struct TierArgs {
-    /// Copies of each block, on distinct datanodes (distinct zones when
-    /// datanodes declare --zone). Default 1.
-    #[arg(long, env = "GODWIT_REPLICATION_FACTOR")]
-    pub replication_factor: Option<usize>,
-    /// Durable acks a block write needs before the object commits
-    /// (default: a majority of the replication factor, 2 of 3); missing
-    /// copies are repaired.
-    #[arg(long, env = "GODWIT_WRITE_QUORUM")]
-    pub write_quorum: Option<usize>,
-    /// A datanode without a heartbeat for this long is down (default 15).
-    #[arg(long, env = "GODWIT_DATANODE_DOWN_SECS")]
-    pub datanode_down_secs: Option<u64>,
-    /// Pause between two repair rounds of the meta leader (default 5).
-    #[arg(long, env = "GODWIT_REPAIR_INTERVAL_SECS")]
-    pub repair_interval_secs: Option<u64>,
-    /// Life of a block intent (an allocated, uncommitted block) without
-    /// renewal; writers renew at a third of it while the body streams
-    /// (default 600).
-    #[arg(long, env = "GODWIT_INTENT_TTL_SECS")]
-    pub intent_ttl_secs: Option<u64>,
-}
-
 #[derive(Debug, Clone)]
 pub struct Tier {
     pub replication_factor: usize,
@@ -937,92 +927,313 @@ pub struct Tier {
 }
 
 impl TierArgs {
-    fn resolve(self, f: &mut FileConfig) -> anyhow::Result<Tier> {
-        let rf = self
-            .replication_factor
-            .or(f.replication_factor)
-            .unwrap_or(1);
+    fn resolve(&self) -> anyhow::Result<Tier> {
+        let rf = self.replication_factor;
         anyhow::ensure!(rf >= 1, "--replication-factor must be at least 1");
         let quorum = self
             .write_quorum
-            .or(f.write_quorum)
             .unwrap_or_else(|| godwit_meta::majority(rf));
         anyhow::ensure!(
             (1..=rf).contains(&quorum),
             "--write-quorum must be between 1 and the replication factor ({rf})"
         );
-        let d = godwit_meta::DatanodePolicy::default();
-        let secs = |v: Option<u64>, dflt: std::time::Duration| {
-            v.map(|s| std::time::Duration::from_secs(s.max(1)))
-                .unwrap_or(dflt)
-        };
+        let secs = |s: u64| Duration::from_secs(s.max(1));
         Ok(Tier {
             replication_factor: rf,
             policy: godwit_meta::DatanodePolicy {
                 write_quorum: quorum,
-                down_after: secs(
-                    self.datanode_down_secs.or(f.datanode_down_secs),
-                    d.down_after,
-                ),
-                repair_interval: secs(
-                    self.repair_interval_secs.or(f.repair_interval_secs),
-                    d.repair_interval,
-                ),
-                intent_ttl: secs(self.intent_ttl_secs.or(f.intent_ttl_secs), d.intent_ttl),
-                lease_guard: d.lease_guard,
+                down_after: secs(self.datanode_down_secs),
+                repair_interval: secs(self.repair_interval_secs),
+                intent_ttl: secs(self.intent_ttl_secs),
+                lease_guard: godwit_meta::DatanodePolicy::default().lease_guard,
             },
         })
     }
 }
 
-/// What a datanode adds to the tier: its zone, heartbeat and scrubber.
-#[derive(Args, Debug, Default)]
-pub struct DatanodeTierArgs {
-    /// Failure domain of this datanode (rack, host, availability zone):
-    /// copies of a block go to distinct zones.
-    #[arg(long, env = "GODWIT_ZONE")]
-    pub zone: Option<String>,
-    /// Heartbeat period to meta (default 3).
-    #[arg(long, env = "GODWIT_HEARTBEAT_INTERVAL_SECS")]
-    pub heartbeat_interval_secs: Option<u64>,
-    /// Pause between two scrubber passes over every block (default 86400).
-    #[arg(long, env = "GODWIT_SCRUB_INTERVAL_SECS")]
-    pub scrub_interval_secs: Option<u64>,
-    /// Scrubber read rate limit in bytes/s (default 16 MiB/s; 0: none).
-    #[arg(long, env = "GODWIT_SCRUB_BYTES_PER_SEC")]
-    pub scrub_bytes_per_sec: Option<u64>,
-}
-
 #[derive(Debug, Clone)]
 pub struct DatanodeTier {
     pub zone: Option<String>,
-    pub heartbeat_interval: std::time::Duration,
+    pub heartbeat_interval: Duration,
     pub scrub: godwit_datanode::ScrubConfig,
 }
 
 impl DatanodeTierArgs {
-    fn resolve(self, f: &mut FileConfig) -> DatanodeTier {
-        let secs = std::time::Duration::from_secs;
+    fn resolve(&self) -> DatanodeTier {
         DatanodeTier {
-            zone: self.zone.or(f.zone.take()).filter(|z| !z.is_empty()),
-            heartbeat_interval: secs(
-                self.heartbeat_interval_secs
-                    .or(f.heartbeat_interval_secs)
-                    .unwrap_or(DEFAULT_HEARTBEAT_INTERVAL_SECS)
-                    .max(1),
-            ),
+            zone: self.zone.clone().filter(|z| !z.is_empty()),
+            heartbeat_interval: Duration::from_secs(self.heartbeat_interval_secs.max(1)),
             scrub: godwit_datanode::ScrubConfig {
-                interval: secs(
-                    self.scrub_interval_secs
-                        .or(f.scrub_interval_secs)
-                        .unwrap_or(DEFAULT_SCRUB_INTERVAL_SECS)
-                        .max(1),
-                ),
-                bytes_per_sec: self
-                    .scrub_bytes_per_sec
-                    .or(f.scrub_bytes_per_sec)
-                    .unwrap_or(DEFAULT_SCRUB_BYTES_PER_SEC),
+                interval: Duration::from_secs(self.scrub_interval_secs.max(1)),
+                bytes_per_sec: self.scrub_bytes_per_sec,
             },
         }
+    }
+}
+
+// ---- the reference (docs/configuration.md) ----
+
+/// The roles that take options, with their commands as `godwit` parses
+/// them.
+pub fn role_commands() -> Vec<(&'static str, clap::Command)> {
+    let role = |name: &'static str| clap::Command::new(name);
+    vec![
+        ("server", ServerArgs::augment_args(role("server"))),
+        ("meta", MetaArgs::augment_args(role("meta"))),
+        ("datanode", DatanodeArgs::augment_args(role("datanode"))),
+        ("gateway", GatewayArgs::augment_args(role("gateway"))),
+        (
+            "replicator",
+            ReplicatorArgs::augment_args(role("replicator")),
+        ),
+    ]
+}
+
+/// The option groups several roles share, by title.
+fn option_groups() -> Vec<(&'static str, clap::Command)> {
+    let group = || clap::Command::new("group");
+    vec![
+        ("Listeners and TLS", NetArgs::augment_args(group())),
+        ("Storage", StorageArgs::augment_args(group())),
+        (
+            "Block placement and repair",
+            TierArgs::augment_args(group()),
+        ),
+        ("Datanode tier", DatanodeTierArgs::augment_args(group())),
+        ("Link to meta", MetaLinkArgs::augment_args(group())),
+        ("Replication worker", ReplicationArgs::augment_args(group())),
+        ("SSE-S3 keys", SseArgs::augment_args(group())),
+    ]
+}
+
+fn option_rows(args: &[&clap::Arg]) -> String {
+    let mut out = String::from(
+        "| flag | environment | TOML key | default | meaning |\n|---|---|---|---|---|\n",
+    );
+    for a in args {
+        let long = a.get_long().expect("options have a long name");
+        let values: Vec<String> = a
+            .get_possible_values()
+            .iter()
+            .filter(|v| !v.is_hide_set())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        let flag = match a.get_action() {
+            ArgAction::SetTrue => format!("`--{long}`"),
+            _ if !values.is_empty() => format!("`--{long} <{}>`", values.join("\\|")),
+            _ => format!("`--{long} <{}>`", a.get_id().as_str().to_uppercase()),
+        };
+        let key = if a.get_id() == "config" {
+            "none".to_string()
+        } else {
+            format!("`{}`", a.get_id())
+        };
+        let env = a
+            .get_env()
+            .map(|e| format!("`{}`", e.to_string_lossy()))
+            .unwrap_or_default();
+        let default = a
+            .get_default_values()
+            .iter()
+            .map(|v| format!("`{}`", v.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let help = a
+            .get_long_help()
+            .or(a.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        out.push_str(&format!(
+            "| {flag} | {env} | {key} | {} | {} |\n",
+            match (default.is_empty(), a.get_action()) {
+                (false, _) => &default,
+                (true, ArgAction::SetTrue) => "off",
+                (true, _) => "none",
+            },
+            help.replace('|', "\\|")
+        ));
+    }
+    out
+}
+
+/// docs/configuration.md: every option of every role, from the
+/// declarations above.
+pub fn reference_markdown() -> String {
+    let visible = |cmd: &clap::Command| -> Vec<clap::Arg> {
+        cmd.get_arguments()
+            .filter(|a| a.get_long().is_some() && !a.is_hide_set())
+            .cloned()
+            .collect()
+    };
+    let roles = role_commands();
+    let groups = option_groups();
+    let mut out = String::from(
+        "<!-- Generated from src/config.rs by `GODWIT_UPDATE_DOCS=1 cargo test --release -p godwit --lib config`; do not edit. -->\n\
+         # Configuration\n\n\
+         Every option of every role is a flag, a `GODWIT_*` environment variable\n\
+         and a key of the TOML file given with `--config` (the flag's name with\n\
+         `_` for `-`). Precedence: declared defaults < TOML file < environment <\n\
+         flags. A key the role does not have stops the start, naming it. List\n\
+         options take a TOML list or one comma-separated string.\n\n\
+         ```toml\n\
+         # godwit server --config godwit.toml\n\
+         data_dir = \"/var/lib/godwit\"\n\
+         s3_listen = \"0.0.0.0:9000\"\n\
+         region = \"eu-west-1\"\n\
+         domains = [\"s3.example.com\"]\n\
+         replication_rtc_concurrency = 64\n\
+         ```\n\n\
+         Options marked hidden in `--help` (test hooks) are left out here.\n\n",
+    );
+    let group_ids: Vec<(&str, BTreeSet<String>)> = groups
+        .iter()
+        .map(|(title, cmd)| (*title, toml_keys(cmd)))
+        .collect();
+    for (name, cmd) in &roles {
+        let keys = toml_keys(cmd);
+        let own: Vec<clap::Arg> = visible(cmd)
+            .into_iter()
+            .filter(|a| {
+                !group_ids
+                    .iter()
+                    .any(|(_, g)| g.contains(a.get_id().as_str()))
+            })
+            .collect();
+        let shared: Vec<&str> = group_ids
+            .iter()
+            .filter(|(_, g)| g.is_subset(&keys))
+            .map(|(title, _)| *title)
+            .collect();
+        out.push_str(&format!("## `godwit {name}`\n\n"));
+        out.push_str(&option_rows(&own.iter().collect::<Vec<_>>()));
+        out.push_str(&format!(
+            "\nand the options of: {}.\n\n",
+            shared
+                .iter()
+                .map(|t| format!("[{t}](#{})", t.to_lowercase().replace(' ', "-")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for (title, cmd) in &groups {
+        let users: Vec<String> = roles
+            .iter()
+            .filter(|(_, r)| toml_keys(cmd).is_subset(&toml_keys(r)))
+            .map(|(n, _)| format!("`{n}`"))
+            .collect();
+        out.push_str(&format!("## {title}\n\nRoles: {}.\n\n", users.join(", ")));
+        let args = visible(cmd);
+        out.push_str(&option_rows(&args.iter().collect::<Vec<_>>()));
+        out.push('\n');
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option of every role is a flag, a `GODWIT_*` variable named
+    /// after it, and a TOML key.
+    #[test]
+    fn every_option_is_a_flag_a_variable_and_a_key() {
+        for (role, cmd) in role_commands() {
+            let keys = toml_keys(&cmd);
+            for a in cmd.get_arguments() {
+                let Some(_) = a.get_long() else { continue };
+                let id = a.get_id().as_str();
+                let env = a.get_env().map(|e| e.to_string_lossy().into_owned());
+                assert_eq!(
+                    env.as_deref(),
+                    Some(format!("GODWIT_{}", id.to_uppercase()).as_str()),
+                    "{role} --{id}"
+                );
+                assert!(id == "config" || keys.contains(id), "{role} {id}");
+            }
+        }
+    }
+
+    #[test]
+    fn configuration_reference_is_current() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md");
+        let want = reference_markdown();
+        if std::env::var_os("GODWIT_UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/configuration.md is stale: run GODWIT_UPDATE_DOCS=1 cargo test --release -p godwit --lib config"
+        );
+    }
+
+    fn server_matches(argv: &[&str]) -> clap::ArgMatches {
+        ServerArgs::augment_args(clap::Command::new("server"))
+            .try_get_matches_from(argv)
+            .unwrap()
+    }
+
+    /// Declared defaults < TOML file < environment < flags, and every
+    /// group's `Default` is its declared defaults.
+    #[test]
+    fn layers_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("godwit.toml");
+        std::fs::write(
+            &file,
+            "region = 'from-file'\ngc_grace_secs = 7\ngc_interval_secs = 8\n\
+             block_size = 131072\ndirect_io = false\ndomains = 'a.example, b.example'\n\
+             insecure_skip_verify = true\n",
+        )
+        .unwrap();
+        // Only this test reads the variable.
+        std::env::set_var("GODWIT_GC_INTERVAL_SECS", "9");
+        let m = server_matches(&[
+            "server",
+            "--config",
+            file.to_str().unwrap(),
+            "--block-size",
+            "262144",
+        ]);
+        let a: ServerArgs = load(&m).unwrap();
+        std::env::remove_var("GODWIT_GC_INTERVAL_SECS");
+        assert_eq!(a.region, "from-file"); // file over default
+        assert_eq!(a.storage.gc_grace_secs, 7); // file over default
+        assert_eq!(a.storage.gc_interval_secs, 9); // environment over file
+        assert_eq!(a.storage.block_size, 262144); // flag over file
+        assert!(!a.storage.direct_io);
+        assert!(a.net.outbound.insecure_skip_verify);
+        assert_eq!(a.domains, ["a.example", "b.example"]);
+        assert_eq!(a.s3_listen, DEFAULT_S3_LISTEN); // default
+        assert_eq!(a.storage.inline_threshold, DEFAULT_INLINE_THRESHOLD);
+
+        let d = ServerArgs::default();
+        assert_eq!(d.storage.block_size, DEFAULT_BLOCK_SIZE);
+        assert!(d.storage.direct_io && d.default_public_access_block);
+        assert_eq!(d.data_dir, PathBuf::from("./godwit-data"));
+    }
+
+    #[test]
+    fn unknown_and_mistyped_keys_stop_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("godwit.toml");
+        std::fs::write(&file, "region = 'x'\nreplication_rtc_concurency = 3\n").unwrap();
+        let m = server_matches(&["server", "--config", file.to_str().unwrap()]);
+        let err = load::<ServerArgs>(&m).unwrap_err().to_string();
+        assert!(err.contains("replication_rtc_concurency"), "{err}");
+
+        std::fs::write(&file, "gc_grace_secs = 'soon'\n").unwrap();
+        let err = format!("{:#}", load::<ServerArgs>(&m).unwrap_err());
+        assert!(err.contains("gc_grace_secs"), "{err}");
+
+        // A meta-only key is unknown to the gateway.
+        std::fs::write(&file, "snapshot_chunk_size = 1024\n").unwrap();
+        let m = GatewayArgs::augment_args(clap::Command::new("gateway"))
+            .try_get_matches_from(["gateway", "--config", file.to_str().unwrap()])
+            .unwrap();
+        assert!(load::<GatewayArgs>(&m).is_err());
     }
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::Context;
 use godwit_tools::demo::{RegionLauncher, StartedRegion};
 
-use crate::config::{ReplicationArgs, ServerArgs, ServerConfig, StorageArgs};
+use crate::config::{ReplicationArgs, ServerArgs, ServerConfig};
 use crate::credentials::{generate_key_pair, RootCredentials, ROOT_CREDENTIALS_FILE};
 use crate::roles::start_server;
 
@@ -48,39 +48,18 @@ impl RegionLauncher for InProcessRegions {
             &serde_json::to_vec(&self.creds)?,
         )?;
         let args = ServerArgs {
-            config: None,
-            data_dir: Some(data_dir.to_path_buf()),
-            s3_listen: Some("127.0.0.1:0".into()),
-            admin_listen: Some("127.0.0.1:0".into()),
-            region: Some(name.into()),
-            domains: Vec::new(),
-            default_public_access_block: None,
-            net: Default::default(),
-            sse: Default::default(),
-            storage: StorageArgs {
-                inline_threshold: None,
-                block_size: None,
-                min_part_size: None,
-                gc_grace_secs: None,
-                gc_interval_secs: None,
-                io_backend: None,
-                direct_io: None,
-                io_deadline_secs: None,
-                reserve_bytes: None,
-                meta_reserve_bytes: None,
-                lifecycle_ops_per_sec: None,
-                lifecycle_interval_ms: None,
-                test_clock_offset_file: None,
-            },
+            data_dir: data_dir.to_path_buf(),
+            s3_listen: "127.0.0.1:0".into(),
+            admin_listen: "127.0.0.1:0".into(),
+            region: name.into(),
             // A short retry backoff: a hiccup must not stretch the figures
             // by a minute-long sleep.
             replication: ReplicationArgs {
-                replication_backoff_max_ms: Some(2_000),
-                replication_max_attempts: Some(1_000),
+                replication_backoff_max_ms: 2_000,
+                replication_max_attempts: 1_000,
                 ..Default::default()
             },
-            tier: Default::default(),
-            datanode_tier: Default::default(),
+            ..Default::default()
         };
         let handle = start_server(ServerConfig::resolve(args)?).await?;
         // The server reports the key it installed: GODWIT_ACCESS_KEY_ID in

@@ -3,7 +3,7 @@
 //! `admin` and `bench` are clients; `demo` replays the OSS RTC verification.
 //! `bench` and `demo` are `godwit-tools`.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use godwit::{admin, config, demo_regions, roles};
 use godwit_tools::{bench, demo};
 
@@ -78,27 +78,31 @@ fn init_tracing() {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // A role's options: its flags and environment over its `--config`
+    // file over the declared defaults (config::load).
+    let (_, role) = matches.subcommand().expect("a subcommand is required");
     match cli.command {
-        Command::Server(a) => {
+        Command::Server(_) => {
             init_tracing();
-            roles::run_server(config::ServerConfig::resolve(a)?).await
+            roles::run_server(config::ServerConfig::resolve(config::load(role)?)?).await
         }
-        Command::Meta(a) => {
+        Command::Meta(_) => {
             init_tracing();
-            roles::run_meta(config::MetaRoleConfig::resolve(a)?).await
+            roles::run_meta(config::MetaRoleConfig::resolve(config::load(role)?)?).await
         }
-        Command::Datanode(a) => {
+        Command::Datanode(_) => {
             init_tracing();
-            roles::run_datanode(config::DatanodeRoleConfig::resolve(a)?).await
+            roles::run_datanode(config::DatanodeRoleConfig::resolve(config::load(role)?)?).await
         }
-        Command::Gateway(a) => {
+        Command::Gateway(_) => {
             init_tracing();
-            roles::run_gateway(config::GatewayRoleConfig::resolve(a)?).await
+            roles::run_gateway(config::GatewayRoleConfig::resolve(config::load(role)?)?).await
         }
-        Command::Replicator(a) => {
+        Command::Replicator(_) => {
             init_tracing();
-            roles::run_replicator(config::ReplicatorRoleConfig::resolve(a)?).await
+            roles::run_replicator(config::ReplicatorRoleConfig::resolve(config::load(role)?)?).await
         }
         Command::Admin(a) => admin::cli::run(a).await,
         Command::Bench(a) => bench::run(a).await,

@@ -15,6 +15,7 @@ pub mod bucket_config;
 pub mod clock;
 pub mod cluster;
 pub mod codec;
+pub mod defaults;
 pub mod disk;
 pub mod error;
 pub mod lifecycle;

@@ -1,5 +1,6 @@
 //! The backend gauge and the counters, in the default registry. One test in
-//! this binary, so no other datanode flips the gauge meanwhile.
+//! this binary (not in `it`, the crate's other suites), so no other
+//! datanode flips the gauge or adds bytes meanwhile.
 
 mod common;
 

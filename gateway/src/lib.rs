@@ -76,11 +76,7 @@ pub struct GatewayConfig {
     pub sse_keys: Option<Arc<godwit_common::sse::KeyRing>>,
 }
 
-/// Inline threshold default: one Raft entry holds bodies up to 4 KiB.
-pub const DEFAULT_INLINE_THRESHOLD: usize = 4096;
-/// Block size default: large enough for sequential disk I/O, small enough
-/// that a failed block write costs little to redo.
-pub const DEFAULT_BLOCK_SIZE: usize = 4 * 1024 * 1024;
+pub use godwit_common::defaults::{DEFAULT_BLOCK_SIZE, DEFAULT_INLINE_THRESHOLD};
 /// S3's largest object.
 pub const DEFAULT_MAX_OBJECT_SIZE: u64 = 5 * 1024 * 1024 * 1024 * 1024;
 /// S3's largest single PUT (PutObject, UploadPart).

@@ -48,4 +48,6 @@ pub use node::{
 };
 pub use repl_api::DEFAULT_REPLICATION_MAX_ATTEMPTS;
 pub use rpc::router;
-pub use tier::{majority, DatanodePolicy, DEFAULT_DOWN_AFTER, DEFAULT_REPAIR_INTERVAL};
+pub use tier::{
+    majority, DatanodePolicy, DEFAULT_DOWN_AFTER, DEFAULT_INTENT_TTL, DEFAULT_REPAIR_INTERVAL,
+};

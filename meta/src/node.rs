@@ -24,10 +24,7 @@ use crate::store::log::{LogStats, LogStore};
 use crate::store::open_db;
 use crate::store::state_machine::StateMachine;
 
-/// S3's minimum size of every part but the last.
-pub const DEFAULT_MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
-/// Objects up to this size are stored in their version record.
-pub const DEFAULT_INLINE_THRESHOLD: usize = 4096;
+pub use godwit_common::defaults::{DEFAULT_INLINE_THRESHOLD, DEFAULT_MIN_PART_SIZE};
 /// How long a follower keeps forwarding one write across leader changes.
 /// Below `MetaClient`'s 4 s attempt timeout, so the client hears this
 /// node's answer (and retries elsewhere, with the same id, if it is an
@@ -152,7 +149,8 @@ const FIFO_CFS: [&str; 3] = [
 /// The replication queue is a FIFO: leases and acks delete rows at its
 /// head, and every lease scan starts there, so tombstones pile up in front
 /// of the live rows and each scan walks them all (backfill slowed from
-/// about 450 to 55 tasks/s over 50,000 tasks, docs/BENCHMARKS.md R4).
+/// about 450 to 55 tasks/s over 50,000 tasks, docs/benchmarks-history.md
+/// §13.5).
 /// Compacting the queue once enough deletes accumulate drops them; the
 /// same holds for the other `FIFO_CFS`. This changes no logical state, so
 /// each node does it on its own schedule.
@@ -490,10 +488,10 @@ pub(crate) fn random_id() -> String {
 }
 
 /// Consecutive block ids that share their first four hex chars: 64
-/// measured best of 1 (random ids), 16, 64 and 1024 (docs/BENCHMARKS.md
-/// §14f). Longer runs crowd the creates and GC's deletes of a stretch of
-/// time into one folder's inode group, where ext4 then searches longer
-/// for a free inode.
+/// measured best of 1 (random ids), 16, 64 and 1024
+/// (docs/benchmarks-history.md §3.3). Longer runs crowd the creates and
+/// GC's deletes of a stretch of time into one folder's inode group, where
+/// ext4 then searches longer for a free inode.
 const BLOCK_FOLDER_RUN: u32 = 64;
 
 /// Block ids: 32 lowercase hex chars, 112 random bits after a 16-bit

@@ -15,6 +15,13 @@ use aws_sigv4::http_request::{
 use aws_sigv4::sign::v4;
 use sha2::Digest;
 
+/// Root credentials of every server a test starts in this process. The
+/// server reads them from the environment at start, and the suites share
+/// one test binary, so they all set the same pair: a suite starting its
+/// server while another sets the variables gets the values it expects.
+pub const INPROCESS_ROOT_ID: &str = "INPROCESSROOTKEY0001";
+pub const INPROCESS_ROOT_SECRET: &str = "inprocess-secret-key-0123456789abcdefghij";
+
 pub struct S3 {
     pub endpoint: String,
     pub access_key: String,

@@ -122,7 +122,7 @@ pub fn host_port(url: &str) -> &str {
 
 /// What outbound HTTPS clients trust, beside the system's roots.
 #[cfg(feature = "cli")]
-#[derive(clap::Args, Debug, Default, Clone)]
+#[derive(clap::Args, Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct OutboundTlsArgs {
     /// Extra PEM CA bundle trusted by every outbound client (meta,
     /// datanode and replication links), on top of the system's roots.
