@@ -16,7 +16,8 @@ PYTHON="${PYTHON:-python3}"
 # independent of boto3's. awscrt (the botocore[crt] extra) lets botocore
 # compute and verify CRC32C and CRC64NVME checksums. selenium drives
 # Debian's Chromium in the dashboard test (4.51: 4.52 wants a certifi not
-# yet released), and pillow checks its screenshot.
+# yet released), and pillow checks its screenshot. pytest-xdist runs the
+# suite on several workers (scripts/test.sh).
 PINS=(
     "awscli==1.46.3"
     "awscrt==0.38.0"
@@ -29,6 +30,7 @@ PINS=(
     "pillow==13.0.0"
     "pytest==9.2.0"
     "pytest-timeout==2.4.0"
+    "pytest-xdist==3.8.0"
     "requests==2.34.2"
     "selenium==4.51.0"
 )

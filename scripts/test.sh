@@ -20,5 +20,10 @@ phase "cargo test"
 cargo test --release --workspace -- --test-threads=2
 phase "pytest (aws-cli, boto3)"
 VENV="$(./scripts/pytest-env.sh)"
-GODWIT_BIN="$CARGO_TARGET_DIR/release/godwit" "$VENV/bin/python" -m pytest -q tests/py "$@"
+# Three workers (pytest-xdist), each test file on one worker with its own
+# session server: the suite mostly waits on clients and servers (load
+# about 0.7 on 2 cores run alone), so this takes 2.2x less time
+# (368 s -> 164 s). GODWIT_PYTEST_WORKERS=0 runs it in one process.
+GODWIT_BIN="$CARGO_TARGET_DIR/release/godwit" "$VENV/bin/python" -m pytest -q tests/py \
+    -n "${GODWIT_PYTEST_WORKERS:-3}" --dist loadfile "$@"
 phase_end
