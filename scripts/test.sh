@@ -16,6 +16,17 @@ phase "unused dependencies"
 ./scripts/unused-deps.sh
 phase "build (cargo test --no-run)"
 cargo test --release --workspace --no-run
+phase "the run build is the test build"
+# scripts/run.sh builds `--bin godwit` alone; it must find every artifact
+# here (Cargo.toml, "Feature unification"), or a new user compiles twice.
+log="$(mktemp)"
+cargo build --release --bin godwit 2>&1 | tee "$log" >&2
+if grep -q '^ *Compiling ' "$log"; then
+    echo "cargo build --release --bin godwit compiled what the test build did not (above): a dev-dependency turns on a feature the binary's dependencies lack; ask for it in Cargo.toml's feature unification" >&2
+    rm -f "$log"
+    exit 1
+fi
+rm -f "$log"
 phase "cargo test"
 cargo test --release --workspace -- --test-threads=2
 phase "pytest (aws-cli, boto3)"
