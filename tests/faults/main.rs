@@ -20,7 +20,7 @@
 //! fails instead when `GODWIT_FAULTS_REQUIRE=1`. `GODWIT_FAULTS_SECS`
 //! sets how long each fault lasts (default 6).
 
-#[path = "../support/mod.rs"]
+#[path = "../it/support/mod.rs"]
 mod support;
 
 mod clock;

@@ -1,7 +1,6 @@
 //! The crate's integration tests, one module per suite, linked into one
 //! test binary (a binary per file would each link RocksDB).
 
-#[path = "../support/mod.rs"]
 mod support;
 
 mod authz_every_operation;
