@@ -14,6 +14,13 @@ source ./scripts/phase.sh
 # container image holds: RocksDB is compiled once per CI run.
 phase "unused dependencies"
 ./scripts/unused-deps.sh
+phase "the repo stands alone"
+# Code and docs cite docs/architecture.md and the public references, never
+# design notes kept outside the repo.
+if git grep -nE 'DESIGN[.]md|PROTOCOLS[.]md' -- . ':!scripts/test.sh'; then
+    echo "the lines above cite a file outside the repo" >&2
+    exit 1
+fi
 phase "build (cargo test --no-run)"
 cargo test --release --workspace --no-run
 phase "the run build is the test build"
